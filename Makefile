@@ -1,0 +1,56 @@
+# NEURON-Fabric: the way in.  `make` exports the default Verilog and builds
+# the hardware report; `make test` runs the test suite.  Both create the
+# local virtual environment (.venv) when it is missing or older than
+# pyproject.toml.  Every output goes under build/.
+
+PYTHON    ?= python3
+VENV      := .venv
+PY        := $(VENV)/bin/python
+STAMP     := $(VENV)/.installed
+JOBS      ?= 2
+
+LINE_BITS ?= 512
+WORKERS   ?= 8
+STAGES    ?= 5
+PROFILE   ?= full
+
+.PHONY: all help venv verilog lint test test-quick bench clean
+
+all: verilog
+
+help:
+	@echo "make              export the default Verilog and build the hardware report"
+	@echo "make test         run the whole test suite (pytest, $(JOBS) workers)"
+	@echo "make test-quick   the suite less the tests marked slow"
+	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= PROFILE=)"
+	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
+	@echo "make bench        golden-model throughput on a 64 MiB buffer"
+	@echo "make venv         create or refresh .venv"
+	@echo "make clean        remove build/"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+verilog: $(STAMP)
+	$(VENV)/bin/neuron-fabric-export --line-bits $(LINE_BITS) --workers $(WORKERS) \
+	    --stages $(STAGES) --profile $(PROFILE) --out-dir build/verilog
+
+lint: verilog
+	$(PY) -m neuron_fabric_sim.lint build/verilog
+
+test: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) tests
+
+test-quick: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) -m "not slow" tests
+
+bench: $(STAMP)
+	$(PY) -m neuron_fabric_sim.bench_golden
+
+clean:
+	rm -rf build

@@ -1,0 +1,177 @@
+"""Parameters, encodings and build profiles: the single source of truth.
+
+Everything here is plain Python (no Amaranth import) so that the golden
+model, the HDL, the flows and the tests all read the same facts.
+
+The values follow the external contract (SPEC sections 1 and 2).
+"""
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+__all__ = [
+    "LINE_BITS_CHOICES", "WORKERS_CHOICES", "STAGES_RANGE", "REGIONS_RANGE",
+    "MAX_OUTSTANDING_RANGE", "DEFAULTS", "FIELD_WIDTHS",
+    "Mode", "Format", "GateKind", "FEATURES", "PROFILES", "Profile",
+    "DatapathParams", "check_choice", "check_range",
+]
+
+
+LINE_BITS_CHOICES = (64, 128, 256, 512, 1024)
+WORKERS_CHOICES = (4, 8, 16)
+STAGES_RANGE = range(1, 9)
+REGIONS_RANGE = range(0, 17)
+MAX_OUTSTANDING_RANGE = range(4, 257)
+
+DEFAULTS = {
+    "line_bits": 512,
+    "workers": 8,
+    "stages": 5,
+    "regions": 8,
+    "max_outstanding": 32,
+}
+
+#: Widths of the per-line configuration fields on the datapath input.
+FIELD_WIDTHS = {
+    "mode": 2,
+    "format": 2,
+    "gate_kind": 1,
+    "gate_period": 4,
+    "gate_keep": 4,
+    "gate_threshold": 5,
+    "gate_phase": 4,
+    "tag": 16,
+}
+
+
+class Mode(IntEnum):
+    """What a read returns (SPEC section 2)."""
+    BYPASS = 0
+    IDENTITY = 1
+    GBINARY = 2
+    GTERNARY = 3
+
+
+class Format(IntEnum):
+    """Encoding of an output lane (SPEC section 2); 3 is invalid."""
+    COUNT = 0
+    MARGIN = 1
+    SIGN = 2
+
+
+class GateKind(IntEnum):
+    """How G-Ternary decides whether a lane is kept (SPEC section 2)."""
+    PATTERN = 0
+    MARGIN = 1
+
+
+#: Features of the full datapath that a reduced build may hard-wire away.
+#: Each name maps to a one-line description used in reports.
+FEATURES = {
+    "format_margin": "MARGIN output format (signed vote margin a')",
+    "format_sign": "SIGN output format (sgn(a') in {-1, 0, +1})",
+    "gate_margin": "G-Ternary MARGIN gate kind (|a| >= T)",
+    "gate_pattern_programmable": "programmable PATTERN gate period P and keep K",
+}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A build profile: which optional features the datapath implements.
+
+    A profile without some feature hard-wires the corresponding inputs at
+    elaboration time: without ``format_margin``/``format_sign`` every
+    low-bit lane is returned in COUNT format; without ``gate_margin``
+    G-Ternary always uses the PATTERN gate; without
+    ``gate_pattern_programmable`` the pattern is the paper's fixed 2-of-3
+    gate (P = 3, K = 2).  The gate phase stays an input in every profile.
+    """
+    name: str
+    features: frozenset = field(default_factory=frozenset)
+
+    def __post_init__(self):
+        unknown = set(self.features) - set(FEATURES)
+        if unknown:
+            raise ValueError(f"unknown feature(s) {sorted(unknown)!r}; "
+                             f"known: {sorted(FEATURES)}")
+
+    def has(self, feature):
+        if feature not in FEATURES:
+            raise ValueError(f"unknown feature {feature!r}")
+        return feature in self.features
+
+    def effective(self, fmt, gate_kind, period, keep):
+        """The configuration a build of this profile actually applies.
+
+        Returns ``(format, gate_kind, period, keep)`` after hard-wiring the
+        features this profile lacks, so that tests can ask the golden model
+        what a reduced build must return.
+        """
+        if (fmt == Format.MARGIN and not self.has("format_margin")) or \
+           (fmt == Format.SIGN and not self.has("format_sign")):
+            fmt = Format.COUNT
+        if not self.has("gate_margin"):
+            gate_kind = GateKind.PATTERN
+        if not self.has("gate_pattern_programmable"):
+            period, keep = 3, 2
+        return fmt, gate_kind, period, keep
+
+    def without(self, feature):
+        """This profile less one feature (for feature-cost studies)."""
+        self.has(feature)
+        return Profile(f"{self.name}-no-{feature}", self.features - {feature})
+
+
+PROFILES = {
+    "full": Profile("full", frozenset(FEATURES)),
+    "paper": Profile("paper", frozenset()),
+}
+
+
+def check_choice(name, value, choices):
+    """Raise a ``TypeError``/``ValueError`` quoting ``value`` unless it is one of ``choices``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {tuple(choices)}, not {value!r}")
+    return value
+
+
+def check_range(name, value, rng):
+    """Raise a ``TypeError``/``ValueError`` quoting ``value`` unless it lies in ``rng``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if value not in rng:
+        raise ValueError(f"{name} must be in {rng.start}..{rng.stop - 1}, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class DatapathParams:
+    """Validated parameters of the datapath core.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a parameter is outside SPEC section 1; the message names the value.
+    """
+    line_bits: int = DEFAULTS["line_bits"]
+    workers: int = DEFAULTS["workers"]
+    stages: int = DEFAULTS["stages"]
+    profile: str = "full"
+
+    def __post_init__(self):
+        check_choice("LINE_BITS", self.line_bits, LINE_BITS_CHOICES)
+        check_choice("WORKERS", self.workers, WORKERS_CHOICES)
+        check_range("STAGES", self.stages, STAGES_RANGE)
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {tuple(PROFILES)}, not {self.profile!r}")
+
+    @property
+    def line_bytes(self):
+        return self.line_bits // 8
+
+    @property
+    def lanes(self):
+        """E, the number of lanes (elements) per line."""
+        return self.line_bits // self.workers
