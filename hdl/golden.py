@@ -108,45 +108,55 @@ def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
 
 # -- many lines, vectorised ---------------------------------------------------
 
-_POPCOUNT8 = np.array([bin(v).count("1") for v in range(256)], dtype=np.uint8)
-_POPCOUNT16 = (_POPCOUNT8[np.arange(1 << 16) & 0xFF]
-               + _POPCOUNT8[np.arange(1 << 16) >> 8]).astype(np.uint8)
+class _Lanes:
+    """SWAR constants for W-bit lanes packed in ``uint64`` words."""
+
+    def __init__(self, workers):
+        self.w = workers
+        per_word = 64 // workers
+        self.ones = np.uint64(sum(1 << (i * workers) for i in range(per_word)))
+        self.high = np.uint64(int(self.ones) << (workers - 1))
+        self.full = np.uint64((1 << 64) - 1)
+
+    def splat(self, value):
+        """``value`` in every lane of a word."""
+        return np.uint64((value % (1 << self.w)) * int(self.ones))
+
+    def popcount(self, x):
+        """Per-lane population count."""
+        x = x - ((x >> np.uint64(1)) & self.splat(0x5555))
+        x = (x & self.splat(0x3333)) + ((x >> np.uint64(2)) & self.splat(0x3333))
+        if self.w >= 8:
+            x = (x + (x >> np.uint64(4))) & self.splat(0x0F0F)
+        if self.w >= 16:
+            x = (x + (x >> np.uint64(8))) & self.splat(0x00FF)
+        return x
+
+    def at_least(self, c, h):
+        """Lane mask (all W bits set) where count ``c >= h``; 0 <= c, h <= W + 1."""
+        bit = ((c + self.splat((1 << (self.w - 1)) - h)) & self.high) >> np.uint64(self.w - 1)
+        return (bit << np.uint64(self.w)) - bit
+
+    def add(self, x, y):
+        """Per-lane addition modulo 2**W (no carry between lanes)."""
+        low = ~self.high
+        return ((x & low) + (y & low)) ^ ((x ^ y) & self.high)
 
 
-def _lane_counts(lines, workers):
-    """Sign counts, shape ``(L, E)``, ``uint8``."""
-    if workers == 8:
-        return _POPCOUNT8[lines]
-    if workers == 16:
-        return _POPCOUNT16[lines.view("<u2")]
-    counts = np.empty((lines.shape[0], lines.shape[1] * 2), dtype=np.uint8)
-    counts[:, 0::2] = _POPCOUNT8[lines & 0x0F]
-    counts[:, 1::2] = _POPCOUNT8[lines >> 4]
-    return counts
+def _kept_values(lanes, c, fmt):
+    """Output lanes for counts ``c`` when the gate keeps them."""
+    w = lanes.w
+    if fmt == Format.COUNT:
+        return c
+    if fmt == Format.MARGIN:
+        return lanes.add(c + c, lanes.splat(-w))
+    positive = lanes.at_least(c, w // 2 + 1)
+    negative = ~lanes.at_least(c, w // 2)
+    return (positive & lanes.splat(1)) | negative
 
 
-def _pack_lanes(values, workers, line_bytes):
-    """Pack W-bit lane values ``(L, E)`` back into lines ``(L, LINE_BYTES)``."""
-    if workers == 8:
-        return values.astype(np.uint8, copy=False)
-    if workers == 16:
-        return values.astype("<u2").view(np.uint8).reshape(-1, line_bytes)
-    values = values.astype(np.uint8, copy=False)
-    return (values[:, 0::2] & 0x0F) | (values[:, 1::2] << 4)
-
-
-def _output_table(workers, fmt, gate_kind, threshold, binary):
-    """Output lane value for each count ``c = 0..W`` when the pattern gate keeps
-    the lane, and the value of a gated lane."""
-    tab = np.array([
-        transform_lane((1 << c) - 1, 0, workers,
-                       Mode.GBINARY if binary else Mode.GTERNARY,
-                       fmt, gate_kind if not binary else GateKind.PATTERN,
-                       1, 1, threshold)
-        for c in range(workers + 1)], dtype=np.uint16)
-    gated = transform_lane((1 << (workers // 2)) - 1, 0, workers, Mode.GTERNARY,
-                           fmt, GateKind.PATTERN, 1, 0)
-    return tab, gated
+def _gated_value(workers, fmt):
+    return workers // 2 if fmt == Format.COUNT else 0
 
 
 def gate_pattern(lanes, period, keep, phase):
@@ -157,6 +167,17 @@ def gate_pattern(lanes, period, keep, phase):
     if np.any((phase < 0) | (phase >= period)):
         raise ValueError(f"gate phase must be in 0..P-1={period - 1}")
     return rows[phase]
+
+
+def _pattern_words(line_bits, workers, period, keep):
+    """For each phase, the line's lane-keep mask as ``uint64`` words."""
+    lanes = line_bits // workers
+    rows = gate_pattern(lanes, period, keep, np.arange(period))
+    bits = np.repeat(rows, workers, axis=1).astype(np.uint8)
+    return np.packbits(bits, axis=1, bitorder="little").view("<u8")
+
+
+_CHUNK_LINES = 1 << 14
 
 
 def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
@@ -178,15 +199,34 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
     check_config(workers, mode, fmt, gate_kind, period, keep, threshold)
     if mode in (Mode.BYPASS, Mode.IDENTITY):
         return lines.copy()
-    binary = mode == Mode.GBINARY
-    counts = _lane_counts(lines, workers)
-    tab, gated = _output_table(workers, fmt, gate_kind, threshold, binary)
-    tab = tab.astype(np.uint8) if workers <= 8 else tab
-    values = tab[counts]
-    if not binary and gate_kind == GateKind.PATTERN:
-        keep_lane = gate_pattern(counts.shape[1], period, keep, phase)
-        values = np.where(keep_lane, values, values.dtype.type(gated))
-    return _pack_lanes(values, workers, lines.shape[1])
+    ternary = mode == Mode.GTERNARY
+    pattern = ternary and gate_kind == GateKind.PATTERN
+    lanes = _Lanes(workers)
+    line_bits = lines.shape[1] * 8
+    words = np.ascontiguousarray(lines).view("<u8")
+    out = np.empty_like(words)
+    gated = lanes.splat(_gated_value(workers, fmt))
+    if pattern:
+        phase = np.broadcast_to(np.asarray(phase), (lines.shape[0],))
+        if np.any((phase < 0) | (phase >= period)):
+            raise ValueError(f"gate phase must be in 0..P-1={period - 1}")
+        keep_words = _pattern_words(line_bits, workers, period, keep)
+    if ternary and gate_kind == GateKind.MARGIN:
+        # |2c - W| >= T  <=>  c >= ceil((W + T) / 2)  or  c <= floor((W - T) / 2)
+        hi, lo = -(-(workers + threshold) // 2), (workers - threshold) // 2
+    for start in range(0, words.shape[0], _CHUNK_LINES):
+        sl = slice(start, start + _CHUNK_LINES)
+        c = lanes.popcount(words[sl])
+        value = _kept_values(lanes, c, fmt)
+        if pattern:
+            kept = keep_words[phase[sl]]
+        elif ternary and gate_kind == GateKind.MARGIN:
+            kept = lanes.at_least(c, hi) | ~lanes.at_least(c, lo + 1)
+        else:
+            out[sl] = value
+            continue
+        out[sl] = (value & kept) | (gated & ~kept)
+    return out.view(np.uint8).reshape(lines.shape)
 
 
 # -- runtime side: encode gradients, decode responses ------------------------

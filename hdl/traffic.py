@@ -10,9 +10,11 @@ the read side, so its *stored* ternary payload is 1 bit per element; the
 """
 
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 
 __all__ = ["BITS_PER_ELEMENT", "ParameterGroups", "RESNET18_CIFAR100",
-           "TABLE6_POLICIES", "TABLE6_PAPER", "traffic_ratio", "packed_lines"]
+           "TABLE6_POLICIES", "TABLE6_PAPER", "traffic_ratio", "packed_lines",
+           "round_half_up"]
 
 #: Bits one gradient element costs on the wire, by representation.
 BITS_PER_ELEMENT = {
@@ -89,3 +91,9 @@ def packed_lines(elements, line_bits, workers):
     """Cache lines one low-bit bucket of ``elements`` occupies (last line padded)."""
     lanes = line_bits // workers
     return -(-elements // lanes)
+
+
+def round_half_up(value, places=4):
+    """Round as tables do (0.03125 -> 0.0313), not to even as ``round`` does."""
+    quantum = Decimal(1).scaleb(-places)
+    return float(Decimal(repr(value)).quantize(quantum, rounding=ROUND_HALF_UP))

@@ -1,0 +1,64 @@
+"""Golden-model throughput: transform a buffer of lines in every low-bit mode.
+
+    python -m neuron_fabric_sim.bench_golden [--mib 64] [--repeat 3]
+
+Prints one row per (W, mode, format, gate) with the best time of
+``--repeat`` runs and the throughput in GiB/s, and writes
+``build/reports/golden_bench.json``.
+"""
+
+import argparse
+import json
+import pathlib
+import time
+
+import numpy as np
+
+from neuron_fabric import golden
+from neuron_fabric.params import Format, GateKind, Mode
+
+CASES = [
+    ("G-Binary COUNT", Mode.GBINARY, Format.COUNT, GateKind.PATTERN),
+    ("G-Binary SIGN", Mode.GBINARY, Format.SIGN, GateKind.PATTERN),
+    ("G-Ternary COUNT, 2-of-3 gate", Mode.GTERNARY, Format.COUNT, GateKind.PATTERN),
+    ("G-Ternary MARGIN, margin gate", Mode.GTERNARY, Format.MARGIN, GateKind.MARGIN),
+]
+
+
+def bench(mib, repeat, line_bits=512, workers_list=(4, 8, 16), seed=0):
+    rng = np.random.default_rng(seed)
+    n_lines = mib * 2**20 // (line_bits // 8)
+    lines = rng.integers(0, 256, (n_lines, line_bits // 8), dtype=np.uint8)
+    rows = []
+    for workers in workers_list:
+        phases = golden.line_phase(np.arange(n_lines), line_bits // workers, 3)
+        for name, mode, fmt, kind in CASES:
+            best = float("inf")
+            for _ in range(repeat):
+                start = time.perf_counter()
+                golden.transform(lines, workers, mode, fmt, kind, 3, 2, 2, phases)
+                best = min(best, time.perf_counter() - start)
+            rows.append({"workers": workers, "case": name, "mib": mib,
+                         "seconds": best, "gib_per_s": mib / 1024 / best})
+            print(f"W={workers:<3} {name:<32} {mib} MiB in {best * 1e3:7.1f} ms "
+                  f"= {mib / 1024 / best:6.2f} GiB/s", flush=True)
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mib", type=int, default=64, help="buffer size in MiB (default %(default)s)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case, best kept (default %(default)s)")
+    ap.add_argument("--out", default="build/reports/golden_bench.json")
+    args = ap.parse_args(argv)
+    if args.mib < 1 or args.repeat < 1:
+        ap.error("--mib and --repeat must be at least 1")
+    rows = bench(args.mib, args.repeat)
+    out = pathlib.Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(rows, indent=2))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
