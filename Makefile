@@ -14,7 +14,7 @@ WORKERS   ?= 8
 STAGES    ?= 5
 PROFILE   ?= full
 
-.PHONY: all help venv verilog lint test test-quick bench clean
+.PHONY: all help venv verilog lint test test-quick bench envelope envelope-rtl clean
 
 all: verilog
 
@@ -25,6 +25,8 @@ help:
 	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= PROFILE=)"
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
 	@echo "make bench        golden-model throughput on a 64 MiB buffer"
+	@echo "make envelope     timing envelope: Table 4, Fig. 2/3/7 -> build/reports/envelope.*"
+	@echo "make envelope-rtl exported top vs the envelope model, Verilator -> build/reports/envelope_rtl.*"
 	@echo "make venv         create or refresh .venv"
 	@echo "make clean        remove build/"
 
@@ -51,6 +53,12 @@ test-quick: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m neuron_fabric_sim.bench_golden
+
+envelope: $(STAMP)
+	$(PY) -m neuron_fabric_sim.envelope --out build/reports
+
+envelope-rtl: verilog
+	$(PY) -m neuron_fabric_sim.envelope.rtl --out build/reports
 
 clean:
 	rm -rf build
