@@ -12,9 +12,12 @@ JOBS      ?= 2
 LINE_BITS ?= 512
 WORKERS   ?= 8
 STAGES    ?= 5
+REGIONS   ?= 8
+MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
+SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench envelope envelope-rtl clean
+.PHONY: all help venv verilog lint test test-quick bench envelope envelope-rtl functional regdocs clean
 
 all: verilog
 
@@ -22,7 +25,9 @@ help:
 	@echo "make              export the default Verilog and build the hardware report"
 	@echo "make test         run the whole test suite (pytest, $(JOBS) workers)"
 	@echo "make test-quick   the suite less the tests marked slow"
-	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= PROFILE=)"
+	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= REGIONS= MAX_OUTSTANDING= PROFILE=)"
+	@echo "make functional   paper section 6 check on the top: identity, G-Binary, G-Ternary (SIM=verilator|icarus)"
+	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from hdl/regmap.py"
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
 	@echo "make bench        golden-model throughput on a 64 MiB buffer"
 	@echo "make envelope     timing envelope: Table 4, Fig. 2/3/7 -> build/reports/envelope.*"
@@ -40,7 +45,8 @@ $(STAMP): pyproject.toml
 
 verilog: $(STAMP)
 	$(VENV)/bin/neuron-fabric-export --line-bits $(LINE_BITS) --workers $(WORKERS) \
-	    --stages $(STAGES) --profile $(PROFILE) --out-dir build/verilog
+	    --stages $(STAGES) --regions $(REGIONS) --max-outstanding $(MAX_OUTSTANDING) \
+	    --profile $(PROFILE) --out-dir build/verilog
 
 lint: verilog
 	$(PY) -m neuron_fabric_sim.lint build/verilog
@@ -59,6 +65,12 @@ envelope: $(STAMP)
 
 envelope-rtl: verilog
 	$(PY) -m neuron_fabric_sim.envelope.rtl --out build/reports
+
+functional: $(STAMP)
+	$(PY) -m neuron_fabric_sim.functional --line-bits $(LINE_BITS) --stages $(STAGES) --simulator $(SIM)
+
+regdocs: $(STAMP)
+	$(PY) -m neuron_fabric.regmap docs/registers.md build/docs/registers.md
 
 clean:
 	rm -rf build
