@@ -1,4 +1,4 @@
-"""Event-driven memory-service model: streams, LLC filter, gated stacks.
+r"""Event-driven memory-service model: streams, LLC filter, gated stacks.
 
 A read travels
 

@@ -101,7 +101,7 @@ def _build(runner, verilog, build_dir):
         source.parent.mkdir(parents=True)
         source.write_bytes(text)
     runner.build(sources=[str(source)], hdl_toplevel=TOP, build_dir=build_dir,
-                 timescale=("1ns", "1ps"), build_args=["-Wno-fatal"],
+                 timescale=("1ns", "1ps"), build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style"],
                  log_file=build_dir / "build.log")
 
 

@@ -60,7 +60,7 @@ class Batch:
 
     @classmethod
     def make(cls, quick=False):
-        return cls(256, 512, True) if quick else cls()
+        return cls(256, 1024, True) if quick else cls()
 
 
 @dataclass(frozen=True)
