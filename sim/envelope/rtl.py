@@ -61,12 +61,13 @@ QUICK_CONFIGS = (
 )
 
 
-def export_top(out_dir):
-    """Write ``neuron_fabric.v`` into ``out_dir`` with the project's exporter;
-    return its path, or None (with the exporter's message) if it cannot."""
+def export_top(out_dir, *args):
+    """Write ``neuron_fabric.v`` into ``out_dir`` with the project's exporter
+    (``args`` are passed on, e.g. ``"--line-bits", "64"``); return its path,
+    or None (with the exporter's message) if it cannot."""
     out_dir = pathlib.Path(out_dir)
     proc = subprocess.run([sys.executable, "-m", "neuron_fabric.export", "--out-dir",
-                           str(out_dir)], capture_output=True, text=True)
+                           str(out_dir), *args], capture_output=True, text=True)
     path = out_dir / f"{TOP}.v"
     if proc.returncode != 0 or not path.exists():
         return None, (proc.stdout + proc.stderr).strip() or f"no {path.name} written"
