@@ -5,10 +5,14 @@ Structure
 The read transform is split into four combinational steps; pipeline
 registers sit on the boundaries between them::
 
-    boundary 0 | A: decode controls, 4-bit partial popcounts
-    boundary 1 | B: sign count c, gate tables for the line
-    boundary 2 | C: gate bit m of each lane
-    boundary 3 | D: output lane by format, identity pass-through
+    boundary 0 | A: decode the line's controls; first full-adder layer of
+               |    each lane's popcount; pattern-gate bits t < K
+    boundary 1 | B: sign count c and distance d = |c - W/2| of each lane;
+               |    pattern table T[j] = (j mod P) < K for the line
+    boundary 2 | C: pattern gate of each lane (T shifted by the phase),
+               |    margin gate d >= ceil(T/2), lane value by format
+               |    (paper profile: the whole output lane)
+    boundary 3 | D: gate the lane value, identity pass-through
     boundary 4 | (output register, always present)
 
 ``STAGES`` registers are spread over the boundaries by :data:`PLACEMENT`,
@@ -16,21 +20,39 @@ so that STAGES = 1 is one register between input and output and each
 extra stage shortens the longest step.  Past five stages the extra
 registers go on boundary 0 (input side), where they cost only latency.
 
-Stall handling is one clock enable for the whole pipeline,
-``en = out_ready | ~out_valid``: a full pipeline advances while the
-consumer takes its output, and bubbles are squeezed out while it does not.
-``in_ready`` is ``en`` once the first clock edge out of reset has passed.
-Only the ``valid`` bits have a reset; data registers are reset-less.
+No net that a step reads fans out over the whole line:
+
+* **Replicated control.**  The line is cut into groups of
+  :data:`REPLICA_BITS` bits.  Every per-line control that lanes read
+  (identity/transform select, format, gate bits and thresholds, pattern
+  period and phase) is registered once per group, so each copy drives one
+  group.
+* **Replicated clock enable.**  Stalls use one clock enable per group,
+  ``en[g] = out_ready | ~out_valid[g]``, where ``out_valid[g]`` is the
+  group's own copy of the output valid bit.  All copies hold the same
+  value, so the pipeline behaves as with one global enable: a full
+  pipeline advances while the consumer takes its output, and bubbles are
+  squeezed out while it does not.  Each copy closes a loop through its own
+  enable, which keeps synthesis from merging the copies (a ``keep``
+  attribute on a register does not).
+* **Set/reset only from group copies.**  Only the valid bits have a reset
+  and data registers are reset-less.  Where a lane takes a constant under
+  a condition (a gated lane, the zero high bits of a COUNT lane), the
+  condition is left for synthesis to fold into the output flip-flops'
+  synchronous set/reset; the condition is a per-group copy or a per-lane
+  signal, so no set/reset net fans out beyond one group.
+
+``in_ready`` is ``en[0]`` once the first clock edge out of reset has passed.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal, C
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .params import (DatapathParams, FIELD_WIDTHS, Format, GateKind, Mode,
-                     PROFILES)
+                     Profile, PROFILES)
 
-__all__ = ["Datapath", "PLACEMENT", "GROUP_BITS"]
+__all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS"]
 
 
 #: For each STAGES value, how many registers sit on boundaries 0..4.
@@ -45,23 +67,54 @@ PLACEMENT = {
     8: (4, 1, 1, 1, 1),
 }
 
-#: Width of the bit groups whose popcounts step A forms.
-GROUP_BITS = 4
+#: Line bits served by one copy of the control registers and clock enable.
+REPLICA_BITS = 32
 
-#: Largest phase the 4-bit gate phase input can carry.
-_PHASE_MAX = (1 << FIELD_WIDTHS["gate_phase"]) - 1
-
-
-def _signed_lane(value, workers):
-    """``value`` as a W-bit two's complement constant."""
-    return Const(value % (1 << workers), workers)
+#: Number of values the 4-bit gate period, keep and phase inputs can carry.
+_FIELD_VALUES = 1 << FIELD_WIDTHS["gate_phase"]
 
 
-def _sign_extend(value, width):
-    """A signed ``value`` sign-extended (or truncated) to ``width`` bits."""
-    if len(value) >= width:
-        return value.as_unsigned()[:width]
-    return Cat(value, value[-1].replicate(width - len(value)))
+def _full_adder(wire, a, b, c):
+    s = wire(a ^ b)
+    return wire(s ^ c), wire(Mux(s, c, a))
+
+
+def _compress_layer(wire, columns):
+    """One layer of full adders over each column of equal-weight bits."""
+    out = [[] for _ in range(len(columns) + 1)]
+    for weight, bits in enumerate(columns):
+        full = len(bits) - len(bits) % 3
+        for k in range(0, full, 3):
+            s, c = _full_adder(wire, *bits[k:k + 3])
+            out[weight].append(s)
+            out[weight + 1].append(c)
+        out[weight].extend(bits[full:])
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def _reduce(wire, columns, width):
+    """Sum the columns to a ``width``-bit number with full and half adders."""
+    columns = [list(bits) for bits in columns] + [[] for _ in range(width)]
+    result = []
+    for weight in range(width):
+        bits = columns[weight]
+        while len(bits) > 1:
+            if len(bits) >= 3:
+                s, c = _full_adder(wire, bits.pop(0), bits.pop(0), bits.pop(0))
+            else:
+                a, b = bits.pop(0), bits.pop(0)
+                s, c = wire(a ^ b), wire(a & b)
+            bits.append(s)
+            columns[weight + 1].append(c)
+        result.append(bits[0] if bits else Const(0, 1))
+    return Cat(*result)
+
+
+def _layer_shape(workers):
+    """Bits per column after the first full-adder layer of a W-bit popcount."""
+    return [len(col) for col in _compress_layer(lambda v: v, [[Const(0, 1)] * workers])]
 
 
 class Datapath(wiring.Component):
@@ -75,9 +128,10 @@ class Datapath(wiring.Component):
         W, one of 4, 8, 16.
     stages : int
         Latency in cycles, 1..8.
-    profile : str
+    profile : str or :class:`~neuron_fabric.params.Profile`
         ``"full"`` (all of SPEC section 2) or ``"paper"`` (identity,
-        G-Binary, G-Ternary with the fixed 2-of-3 gate, COUNT output).
+        G-Binary, G-Ternary with the fixed 2-of-3 gate, COUNT output), or
+        any other :class:`Profile` (for feature-cost studies).
 
     Members
     -------
@@ -94,7 +148,12 @@ class Datapath(wiring.Component):
     """
 
     def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):
-        self._params = DatapathParams(line_bits, workers, stages, profile)
+        if isinstance(profile, Profile):
+            self._params = DatapathParams(line_bits, workers, stages)
+            self._profile = profile
+        else:
+            self._params = DatapathParams(line_bits, workers, stages, profile)
+            self._profile = PROFILES[profile]
         w = FIELD_WIDTHS
         super().__init__({
             "in_valid": In(1),
@@ -132,186 +191,397 @@ class Datapath(wiring.Component):
 
     @property
     def profile(self):
-        return PROFILES[self._params.profile]
+        return self._profile
 
     @property
     def lanes(self):
         return self._params.lanes
 
-    # -- pipeline plumbing ---------------------------------------------------
+    @property
+    def groups(self):
+        """Number of replica groups the line is cut into."""
+        return self.line_bits // REPLICA_BITS
 
-    def _register(self, m, en, valid, sigs, index):
-        """One pipeline register over ``valid`` and every signal in ``sigs``."""
-        valid_q = Signal(name=f"s{index}_valid")
-        with m.If(en):
-            m.d.sync += valid_q.eq(valid)
-        regs = {}
-        for key, value in sigs.items():
-            reg = Signal(len(value), name=f"s{index}_{key}", reset_less=True)
-            with m.If(en):
-                m.d.sync += reg.eq(value)
-            regs[key] = reg
-        return valid_q, regs
+    @property
+    def _group_lanes(self):
+        return REPLICA_BITS // self.workers
 
-    # -- the four steps -------------------------------------------------------
+    @property
+    def _count_bits(self):
+        return self.workers.bit_length()
 
-    def _step_a(self, m, s):
-        """Decode the line's controls; popcount each 4-bit group of each lane."""
+    @property
+    def _half_bit(self):
+        """h with W/2 = 1 << h."""
+        return (self.workers // 2).bit_length() - 1
+
+    def _wire(self, value):
+        """``value`` through a signal of its own.  Every value used more than
+        once goes through one, or the netlist would hold a copy per use."""
+        sig = Signal(len(value))
+        self._module.d.comb += sig.eq(value)
+        return sig
+
+    @staticmethod
+    def _lane(vector, lane, width):
+        """Field ``lane`` of a vector of ``width``-bit fields."""
+        return vector[lane * width:(lane + 1) * width]
+
+    # -- the four steps --------------------------------------------------------
+    #
+    # Each step maps a bundle to a bundle: ``line`` holds single per-line
+    # signals, ``rep`` per-line signals with one copy per group, ``lane``
+    # one vector per group.
+
+    def _step_a(self, line, rep, lane):
+        """Decode the controls; first adder layer; pattern-gate bits."""
         prof = self.profile
-        mode = s.pop("mode")
-        fmt = s.pop("format")
-        gate_kind = s.pop("gate_kind")
-        ternary = mode == Mode.GTERNARY
-        s["xform"] = mode[1]                     # GBINARY or GTERNARY
+        mode = line.pop("mode")
+        fmt = line.pop("format")
+        gate_kind = line.pop("gate_kind")
+        period = line.pop("period")
+        keep = line.pop("keep")
+        threshold = line.pop("threshold")
+        phase = line.pop("phase")
+        groups = self.groups
+        w = self.workers
+
+        ternary = self._wire(mode == Mode.GTERNARY)
         if prof.has("gate_margin"):
-            s["gate_pattern"] = ternary & (gate_kind == GateKind.PATTERN)
-            s["gate_margin"] = ternary & (gate_kind == GateKind.MARGIN)
+            gate_pattern = self._wire(ternary & (gate_kind == GateKind.PATTERN))
+            gate_margin = self._wire(ternary & (gate_kind == GateKind.MARGIN))
+            rep["margin_limit"] = [self._margin_limit(threshold, gate_margin)] * groups
         else:
-            s["gate_pattern"] = ternary
-        if prof.has("format_margin"):
-            s["fmt_margin"] = fmt == Format.MARGIN
-        if prof.has("format_sign"):
-            s["fmt_sign"] = fmt == Format.SIGN
-        if not prof.has("gate_pattern_programmable"):
-            s.pop("period")
-            s.pop("keep")
-        if not prof.has("gate_margin"):
-            s.pop("threshold")
+            gate_pattern = ternary
+        rep["xform"] = [mode[1]] * groups
 
-        w = self.workers
-        groups = w // GROUP_BITS
-        parts = []
-        data = s["data"]
-        for lane in range(self.lanes):
-            for g in range(groups):
-                bits = data[lane * w + g * GROUP_BITS:lane * w + (g + 1) * GROUP_BITS]
-                parts.append(sum(bits[k] for k in range(GROUP_BITS)).as_unsigned()[:3])
-        s["parts"] = Cat(*parts)
-        return s
+        if prof.has("format_margin") or prof.has("format_sign"):
+            fmt_margin = (fmt == Format.MARGIN) if prof.has("format_margin") else Const(0)
+            fmt_sign = (fmt == Format.SIGN) if prof.has("format_sign") else Const(0)
+            fmt_margin, fmt_sign = self._wire(fmt_margin), self._wire(fmt_sign)
+            fmt_count = ~fmt_margin & ~fmt_sign
+            rep["format"] = [Cat(fmt_count, fmt_margin, fmt_sign)] * groups
 
-    def _step_b(self, m, s):
-        """Sign count of each lane; the line's pattern and margin gate tables."""
-        w = self.workers
-        groups = w // GROUP_BITS
-        cw = w.bit_length()
-        parts = s.pop("parts")
-        counts = []
-        for lane in range(self.lanes):
-            total = sum(parts[(lane * groups + g) * 3:(lane * groups + g + 1) * 3]
-                        for g in range(groups))
-            counts.append(total.as_unsigned()[:cw])
-        s["count"] = Cat(*counts)
-
-        # Pattern gate table: bit j says whether element (j mod P) is kept.
-        # Lane i of a line with phase ph is kept iff bit ph + i is set.
-        n_bits = self.lanes + _PHASE_MAX
-        if self.profile.has("gate_pattern_programmable"):
-            period = s.pop("period")
-            keep = s.pop("keep")
-            table = []
-            for j in range(n_bits):
-                kept = C(0, 1)
-                for p in range(1, 16):
-                    kept = kept | ((period == p) & (keep > (j % p)))
-                table.append(kept)
-            s["pattern"] = Cat(*table)
+        if prof.has("gate_pattern_programmable"):
+            # Bit t: a lane at pattern position t is kept (t < K); all ones
+            # unless the PATTERN gate applies.
+            rep["pattern_keep"] = [Cat((keep > t) | ~gate_pattern
+                                       for t in range(_FIELD_VALUES - 1))] * groups
+            rep["period"] = [period] * groups
+            line["phase"] = phase
         else:
-            s["pattern"] = Cat(C(int(j % 3 < 2), 1) for j in range(n_bits))
+            # The paper's fixed 2-of-3 gate: lane i is kept iff
+            # (phase + i) mod 3 < 2, so three bits serve the whole line.
+            kept = []
+            for residue in range(3):
+                table = sum(1 << ph for ph in range(_FIELD_VALUES)
+                            if (ph + residue) % 3 < 2)
+                kept.append(self._wire(Const(table, _FIELD_VALUES).bit_select(phase, 1)
+                                       | ~gate_pattern))
+            rep["keep3"] = [Cat(*kept)] * groups
+            rep["zero3"] = [Cat(*(mode[1] & ~k for k in kept))] * groups
 
-        # Margin gate table: bit c says whether a lane with count c is kept.
-        if self.profile.has("gate_margin"):
-            threshold = s.pop("threshold")
-            s["margin_keep"] = Cat(
-                (~s["gate_margin"]) | (threshold <= abs(2 * c - w))
-                for c in range(w + 1))
-        return s
+        data = lane["data"]
+        layers = []
+        for g in range(groups):
+            bits = []
+            for i in range(self._group_lanes):
+                x = self._lane(data[g], i, w)
+                layer = _compress_layer(self._wire, [[x[k] for k in range(w)]])
+                bits.append(Cat(*(b for col in layer for b in col)))
+            layers.append(Cat(*bits))
+        lane["layer"] = layers
+        return line, rep, lane
 
-    def _step_c(self, m, s):
-        """Gate bit of each lane."""
+    def _margin_limit(self, threshold, gate_margin):
+        """The margin gate keeps a lane iff d = |c - W/2| >= this limit.
+
+        |2c - W| >= T  <=>  d >= ceil(T/2).  The limit saturates to all ones
+        (above every d, so nothing is kept) for T > W, and is 0 (everything
+        kept) unless the MARGIN gate applies.
+        """
         w = self.workers
-        cw = w.bit_length()
-        phase = s.pop("phase")
-        pattern = s.pop("pattern")
-        margin_keep = s.pop("margin_keep", None)
-        counts = s["count"]
-        gates = []
-        for lane in range(self.lanes):
-            window = pattern[lane:lane + _PHASE_MAX + 1]
-            kept = window.bit_select(phase, 1) | ~s["gate_pattern"]
-            if margin_keep is not None:
-                c = counts[lane * cw:(lane + 1) * cw]
-                kept = kept & margin_keep.bit_select(c, 1)
-            gates.append(kept)
-        s["gate"] = Cat(*gates)
-        return s
+        width = (w // 2 + 1).bit_length()
+        half_t = self._wire((threshold + 1) >> 1)
+        over = half_t > w // 2
+        value = half_t.as_unsigned()[:width] | over.replicate(width)
+        return value & gate_margin.replicate(width)
 
-    def _step_d(self, m, s):
-        """Output lane by format; identity lines pass unchanged."""
+    def _step_b(self, line, rep, lane):
+        """Sign count c and distance d = |c - W/2|; the line's pattern table."""
         w = self.workers
-        cw = w.bit_length()
-        counts = s.pop("count")
-        gates = s.pop("gate")
-        data = s.pop("data")
-        xform = s.pop("xform")
-        s.pop("gate_pattern")
-        s.pop("gate_margin", None)
-        fmt_margin = s.pop("fmt_margin", None)
-        fmt_sign = s.pop("fmt_sign", None)
-        half = Const(w // 2, w)
-        lanes = []
-        for lane in range(self.lanes):
-            c = counts[lane * cw:(lane + 1) * cw]
-            kept = gates[lane]
-            value = Mux(kept, c, half)
-            if fmt_margin is not None:
-                margin = Mux(kept, _sign_extend(2 * c - w, w), 0)
-                value = Mux(fmt_margin, margin, value)
-            if fmt_sign is not None:
-                sign = Mux(c > w // 2, _signed_lane(1, w),
-                           Mux(c < w // 2, _signed_lane(-1, w), _signed_lane(0, w)))
-                value = Mux(fmt_sign, Mux(kept, sign, 0), value)
-            raw = data[lane * w:(lane + 1) * w]
-            lanes.append(Mux(xform, value, raw))
-        s["data"] = Cat(*lanes)
-        return s
+        cw = self._count_bits
+        gl = self._group_lanes
+        shape = _layer_shape(w)
+        layer_bits = sum(shape)
+        layers = lane.pop("layer")
+        counts, dists = [], []
+        for g in range(self.groups):
+            cs, ds = [], []
+            for i in range(gl):
+                flat = self._lane(layers[g], i, layer_bits)
+                columns, pos = [], 0
+                for n in shape:
+                    columns.append([flat[pos + k] for k in range(n)])
+                    pos += n
+                c = self._wire(_reduce(self._wire, columns, cw))
+                cs.append(c)
+                if "margin_limit" in rep:
+                    ds.append(self._distance(c))
+            counts.append(Cat(*cs))
+            if ds:
+                dists.append(Cat(*ds))
+        lane["count"] = counts
+        if dists:
+            lane["dist"] = dists
 
-    # -- elaboration ----------------------------------------------------------
+        if "period" in rep:
+            # T[j] = (j mod P) < K for j = 0 .. E + 14, so that lane i's gate
+            # is T[i + phase].  Entry j sits in the group of lane min(j, E-1).
+            periods = rep.pop("period")
+            keeps = rep.pop("pattern_keep")
+            tables = []
+            for g in range(self.groups):
+                last = g == self.groups - 1
+                stop = self.lanes + _FIELD_VALUES - 1 if last else (g + 1) * gl
+                entries = []
+                for j in range(g * gl, stop):
+                    # P = 0 is invalid; it selects entry 0.
+                    options = [keeps[g][0]] + [keeps[g][j % p] for p in range(1, _FIELD_VALUES)]
+                    entries.append(Cat(*options).bit_select(periods[g], 1))
+                tables.append(Cat(*entries))
+            lane["pattern"] = tables
+            rep["phase"] = [line.pop("phase")] * self.groups
+        return line, rep, lane
+
+    def _distance(self, c):
+        """|c - W/2| for a count c in 0..W."""
+        w = self.workers
+        width = (w // 2).bit_length()
+        neg = self._wire(c < w // 2)
+        below = (w // 2 - c).as_unsigned()[:width]
+        above = (c - w // 2).as_unsigned()[:width]
+        return (below & neg.replicate(width)) | (above & (~neg).replicate(width))
+
+    def _pattern_window(self, tables, lane_index, span):
+        """Pattern table entries ``lane_index .. lane_index + span - 1``."""
+        gl = self._group_lanes
+        bits = []
+        for j in range(lane_index, lane_index + span):
+            owner = min(j // gl, self.groups - 1)
+            bits.append(tables[owner][j - owner * gl])
+        return Cat(*bits)
+
+    def _lane_value(self, c, fmt):
+        """Lane value by format, before gating."""
+        w = self.workers
+        h = w // 2
+        count_ok, margin_ok, sign_ok = fmt[0], fmt[1], fmt[2]
+        margin = self._wire(c * 2 - w)         # sign-extended to W bits below
+        margin = Cat(margin, margin[-1].replicate(max(0, w - len(margin))))[:w]
+        lt = self._wire(c < h)
+        bits = []
+        for j in range(w):
+            sign_j = (c != h) if j == 0 else lt
+            bit = (margin[j] & margin_ok) | (sign_j & sign_ok)
+            if j < len(c):
+                bit = bit | (c[j] & count_ok)
+            bits.append(bit)
+        return Cat(*bits)
+
+    def _step_c(self, line, rep, lane):
+        """Gate bits of each lane; lane value by format."""
+        w = self.workers
+        cw = self._count_bits
+        gl = self._group_lanes
+        counts = lane.pop("count")
+        keep3 = rep.pop("keep3", None)
+        zero3 = rep.pop("zero3", None)
+        if keep3 is not None and "format" not in rep and "margin_limit" not in rep:
+            return self._paper_output(line, rep, lane, counts, zero3)
+
+        dists = lane.pop("dist", None)
+        limits = rep.pop("margin_limit", None)
+        tables = lane.pop("pattern", None)
+        phases = rep.pop("phase", None)
+        fmts = rep.get("format")
+        pattern_gates, margin_gates, values = [], [], []
+        for g in range(self.groups):
+            pg, mg, vs = [], [], []
+            for i in range(gl):
+                index = g * gl + i
+                c = self._lane(counts[g], i, cw)
+                if tables is not None:
+                    window = self._pattern_window(tables, index, _FIELD_VALUES)
+                    pg.append(window.bit_select(phases[g], 1))
+                else:
+                    pg.append(keep3[g][index % 3])
+                if dists is not None:
+                    d = self._lane(dists[g], i, len(dists[g]) // gl)
+                    mg.append(d >= limits[g])
+                if fmts is not None:
+                    vs.append(self._lane_value(c, fmts[g]))
+                else:
+                    vs.append(Cat(c, Const(0, w - cw)))
+            pattern_gates.append(Cat(*pg))
+            if mg:
+                margin_gates.append(Cat(*mg))
+            values.append(Cat(*vs))
+        lane["pattern_gate"] = pattern_gates
+        if margin_gates:
+            lane["margin_gate"] = margin_gates
+        lane["value"] = values
+        return line, rep, lane
+
+    def _paper_output(self, line, rep, lane, counts, zero3):
+        """Whole output lane when the only gate is the fixed 2-of-3 pattern
+        and the only format is COUNT (the paper profile).
+
+        A gated lane (``zero3``: transformed and not kept) reads W/2, and an
+        identity line has zeros above the count bits: both are constants
+        under a condition, which synthesis folds into the flip-flops'
+        synchronous set/reset, driven by the group's own control copies.
+        """
+        w = self.workers
+        cw = self._count_bits
+        gl = self._group_lanes
+        h = self._half_bit
+        xform = rep.pop("xform")
+        data = lane.pop("data")
+        out = []
+        for g in range(self.groups):
+            x = xform[g]
+            lanes = []
+            for i in range(gl):
+                zero = zero3[g][(g * gl + i) % 3]
+                c = self._lane(counts[g], i, cw)
+                raw = self._lane(data[g], i, w)
+                bits = []
+                for j in range(w):
+                    if j >= cw:
+                        bits.append(Mux(x, 0, raw[j]))
+                    else:
+                        bits.append(Mux(zero, int(j == h), Mux(x, c[j], raw[j])))
+                lanes.append(Cat(*bits))
+            out.append(Cat(*lanes))
+        lane["out"] = out
+        return line, rep, lane
+
+    def _step_d(self, line, rep, lane):
+        """Gate the lane values; identity lines pass unchanged."""
+        if "out" in lane:
+            lane["data"] = lane.pop("out")
+            return line, rep, lane
+        w = self.workers
+        gl = self._group_lanes
+        h = self._half_bit
+        xform = rep.pop("xform")
+        fmts = rep.pop("format", None)
+        values = lane.pop("value")
+        data = lane.pop("data")
+        pattern_gates = lane.pop("pattern_gate")
+        margin_gates = lane.pop("margin_gate", None)
+        out = []
+        for g in range(self.groups):
+            x = xform[g]
+            # A gated lane reads W/2 in COUNT format and 0 otherwise.
+            gated_half = fmts[g][0] if fmts is not None else Const(1)
+            lanes = []
+            for i in range(gl):
+                kept = pattern_gates[g][i]
+                if margin_gates is not None:
+                    kept = kept & margin_gates[g][i]
+                zero = self._wire(x & ~kept)
+                v = self._lane(values[g], i, w)
+                raw = self._lane(data[g], i, w)
+                bits = []
+                for j in range(w):
+                    if j == h:
+                        bits.append(Mux(zero, gated_half, Mux(x, v[j], raw[j])))
+                    else:
+                        bits.append(Mux(zero, 0, Mux(x, v[j], raw[j])))
+                lanes.append(Cat(*bits))
+            out.append(Cat(*lanes))
+        lane["data"] = out
+        return line, rep, lane
+
+    # -- elaboration -------------------------------------------------------------
 
     def elaborate(self, platform):
-        m = Module()
+        m = self._module = Module()
+        groups = self.groups
 
         live = Signal()           # high from the first clock edge out of reset
         m.d.sync += live.eq(1)
 
-        placement = PLACEMENT[self.stages]
-        out_valid = Signal()      # valid bit of the last stage, bound below
-        en = Signal()
-        m.d.comb += [
-            en.eq(self.out_ready | ~out_valid),
-            self.in_ready.eq(en & live),
-        ]
+        out_valid = [Signal(name=f"out_valid_{g}") for g in range(groups)]
+        en = [Signal(name=f"en_{g}") for g in range(groups)]
+        for g in range(groups):
+            m.d.comb += en[g].eq(self.out_ready | ~out_valid[g])
+        m.d.comb += self.in_ready.eq(en[0] & live)
+
+        def register(value, name, g):
+            reg = Signal(len(value), name=name, reset_less=True)
+            with m.If(en[g]):
+                m.d.sync += reg.eq(value)
+            return reg
+
+        def wire(value, name):
+            # A named net where two steps share a stage: without it their
+            # expressions merge into one tree whose size, and the time
+            # Amaranth needs to check and simulate it, grows exponentially.
+            net = Signal(len(value), name=name)
+            m.d.comb += net.eq(value)
+            return net
 
         valid = self.in_valid & live
-        sigs = {
-            "data": self.in_data, "tag": self.in_tag, "mode": self.in_mode,
-            "format": self.in_format, "gate_kind": self.in_gate_kind,
-            "period": self.in_gate_period, "keep": self.in_gate_keep,
-            "threshold": self.in_gate_threshold, "phase": self.in_gate_phase,
+        line = {
+            "tag": self.in_tag, "mode": self.in_mode, "format": self.in_format,
+            "gate_kind": self.in_gate_kind, "period": self.in_gate_period,
+            "keep": self.in_gate_keep, "threshold": self.in_gate_threshold,
+            "phase": self.in_gate_phase,
         }
+        rep = {}
+        lane = {"data": [self.in_data[g * REPLICA_BITS:(g + 1) * REPLICA_BITS]
+                         for g in range(groups)]}
         steps = (self._step_a, self._step_b, self._step_c, self._step_d)
         index = 0
-        for boundary, count in enumerate(placement):
+        for boundary, count in enumerate(PLACEMENT[self.stages]):
             for _ in range(count):
-                valid, sigs = self._register(m, en, valid, sigs, index)
+                if index == self.stages - 1:
+                    for g in range(groups):
+                        with m.If(en[g]):
+                            m.d.sync += out_valid[g].eq(valid)
+                    valid = out_valid[0]
+                else:
+                    valid_q = Signal(name=f"s{index}_valid")
+                    with m.If(en[0]):
+                        m.d.sync += valid_q.eq(valid)
+                    valid = valid_q
+                line = {k: register(v, f"s{index}_{k}", 0) for k, v in line.items()}
+                rep = {k: [register(v, f"s{index}_{k}_r{g}", g) for g, v in enumerate(vs)]
+                       for k, vs in rep.items()}
+                lane = {k: [register(v, f"s{index}_{k}_g{g}", g) for g, v in enumerate(vs)]
+                        for k, vs in lane.items()}
                 index += 1
+            if count == 0 and boundary > 0:
+                line = {k: wire(v, f"b{boundary}_{k}") for k, v in line.items()}
+                rep = {k: [wire(v, f"b{boundary}_{k}_r{g}") for g, v in enumerate(vs)]
+                       for k, vs in rep.items()}
+                lane = {k: [wire(v, f"b{boundary}_{k}_g{g}") for g, v in enumerate(vs)]
+                        for k, vs in lane.items()}
             if boundary < len(steps):
-                sigs = steps[boundary](m, dict(sigs))
-        assert index == self.stages and set(sigs) == {"data", "tag"}
+                line, rep, lane = steps[boundary](dict(line), dict(rep), dict(lane))
+                line = {k: self._wire(v) for k, v in line.items()}
+                rep = {k: [self._wire(vs[0])] * groups if all(v is vs[0] for v in vs)
+                       else [self._wire(v) for v in vs] for k, vs in rep.items()}
+                lane = {k: [self._wire(v) for v in vs] for k, vs in lane.items()}
+        assert index == self.stages and set(line) == {"tag"} and not rep \
+            and set(lane) == {"data"}, (sorted(line), sorted(rep), sorted(lane))
 
         m.d.comb += [
-            out_valid.eq(valid),
             self.out_valid.eq(valid),
-            self.out_data.eq(sigs["data"]),
-            self.out_tag.eq(sigs["tag"]),
+            self.out_data.eq(Cat(*lane["data"])),
+            self.out_tag.eq(line["tag"]),
         ]
         return m
