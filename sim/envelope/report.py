@@ -60,13 +60,15 @@ def _table(header, rows):
     return "\n".join(lines)
 
 
-def _plot(path, title, xlabel, series, *, xlog=False, gate=None, ylabel="exposed overhead (%)"):
+def _plot(path, title, xlabel, series, *, xlog=False, gate=None, ylabel="exposed overhead (%)",
+          dashed=""):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for label, (xs, ys) in series.items():
-        ax.plot(xs, ys, marker="o", label=label)
+        ax.plot(xs, ys, marker="o", label=label,
+                linestyle="--" if dashed and dashed in label else "-")
     if gate is not None:
         ax.axhline(gate, color="k", linestyle="--", linewidth=1, label=f"{gate}% gate")
     if xlog:
@@ -390,7 +392,7 @@ def _figures(out, t4, replay, bw, lat, fp, tele, comm):
     _plot(out / "envelope_fig3a.png", "Fig. 3a: bandwidth x datapath depth", "CXL bandwidth (GiB/s)",
           {f"{d} cycles, {w} in flight": (bws, [bw[(w, b, d)] for b in bws])
            for w in wins for d in depths},
-          xlog=True, gate=P["datapath_gate_pct"])
+          xlog=True, gate=P["datapath_gate_pct"], dashed=f"{scenarios.HEALTHY_REPLAY_WINDOW} in flight")
     lats = sorted({l for l, _ in lat})
     _plot(out / "envelope_fig3b.png", "Fig. 3b: fixed access latency", "fixed latency (ns)",
           {f"{d} cycles": (lats, [lat[(l, d)] for l in lats]) for d in depths},
