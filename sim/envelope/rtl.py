@@ -26,7 +26,7 @@ import subprocess
 import sys
 
 from ..toolchain import BUILD, verilator_env
-from .model import overhead_pct, simulate
+from .model import simulate
 from .params import GiB, MiB, ServiceParams
 
 __all__ = ["RtlConfig", "CONFIGS", "QUICK_CONFIGS", "TOLERANCE", "export_top",
