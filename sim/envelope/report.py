@@ -324,7 +324,7 @@ def _markdown(r, t4, replay, bw, lat, fp, tele, comm, step_ms):
              "GPU, 5 us per ring step, 128 GiB/s CXL link, write-then-read through the "
              "controller, bits per element from `neuron_fabric.traffic`, low-bit rows times "
              f"1 + our anchor exposure {_fmt(r['full_llc_miss_pct'])}%). Parameter counts: "
-             + ", ".join(f"{m.name} {m.params:.3g}" + (f" (released checkpoint {m.released:,.0f})"
+             + ", ".join(f"{m.name} {m.params:.3g}" + (f" (released checkpoint: {m.released})"
                                                       if m.released else "")
                          for m in scenarios.MODELS) + ".\n")
     g = comm["GPT-2 XL"]

@@ -70,12 +70,12 @@ class ModelProfile:
     ``params`` is the nominal parameter count the paper's profiles use
     (BERT-large 340M, GPT-2 XL 1.5B, GPT-3 175B from the models' papers);
     the paper's FP32 CXL time for GPT-2 XL (87.31 ms = 2 x 6 GB / 128 GiB/s)
-    shows it used 1.5e9.  ``released`` is the count of the released
+    shows it used 1.5e9.  ``released`` notes the count of the released
     checkpoint where it differs (times scale linearly with it).
     """
     name: str
     params: float
-    released: float | None = None
+    released: str = ""
 
     @property
     def fp32_bytes(self):
@@ -83,8 +83,8 @@ class ModelProfile:
 
 
 MODELS = (
-    ModelProfile("BERT-large", 340e6, 335e6),
-    ModelProfile("GPT-2 XL", 1.5e9, 1_557_611_200),
+    ModelProfile("BERT-large", 340e6, "about 335M"),
+    ModelProfile("GPT-2 XL", 1.5e9, "1,557,611,200"),
     ModelProfile("GPT-3", 175e9),
 )
 
