@@ -1,0 +1,168 @@
+"""Shared pieces of the conformance benches (written from the SPEC only).
+
+* ``lane_ref`` / ``line_ref``: reference of SPEC section 2 (lane semantics),
+  written from the contract text, independent of the project's golden model.
+* ``export`` / ``run_module_once``: export one parameter set under
+  ``build/conformance/<config>/`` and run a cocotb module there once per
+  pytest session (shared between xdist workers through a file lock), then
+  report per-cocotb-test results so that each one can be its own pytest item.
+"""
+
+import fcntl
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import uuid
+from xml.etree import ElementTree
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+SIM = REPO / "sim"
+CONF_BUILD = REPO / "build" / "conformance"
+
+# ---------------------------------------------------------------- SPEC 2 ----
+
+MODE_BYPASS, MODE_IDENTITY, MODE_GBINARY, MODE_GTERNARY = 0, 1, 2, 3
+FMT_COUNT, FMT_MARGIN, FMT_SIGN = 0, 1, 2
+GATE_PATTERN, GATE_MARGIN = 0, 1
+
+
+def lane_ref(lane, i, w, mode, fmt, kind, period, keep, thresh, phase):
+    """Output lane ``i`` (value ``lane``, W bits) per SPEC section 2."""
+    mask = (1 << w) - 1
+    lane &= mask
+    if mode in (MODE_BYPASS, MODE_IDENTITY):
+        return lane
+    c = bin(lane).count("1")
+    a = 2 * c - w
+    if mode == MODE_GBINARY:
+        m = 1
+    elif kind == GATE_PATTERN:
+        n = (phase + i) % period
+        m = 0 if n >= keep else 1
+    else:
+        m = 1 if abs(a) >= thresh else 0
+    cg = c if m else w // 2
+    ag = a if m else 0
+    if fmt == FMT_COUNT:
+        out = cg
+    elif fmt == FMT_MARGIN:
+        out = ag
+    elif fmt == FMT_SIGN:
+        out = (ag > 0) - (ag < 0)
+    else:
+        raise ValueError("format 3 is invalid")
+    return out & mask
+
+
+def line_ref(data, line_bits, w, mode, fmt, kind, period, keep, thresh, phase):
+    """Whole output line per SPEC section 2 (lane i = bits [i*W, (i+1)*W))."""
+    if mode in (MODE_BYPASS, MODE_IDENTITY):
+        return data
+    mask = (1 << w) - 1
+    out = 0
+    for i in range(line_bits // w):
+        lane = (data >> (i * w)) & mask
+        out |= lane_ref(lane, i, w, mode, fmt, kind, period, keep, thresh, phase) << (i * w)
+    return out
+
+
+# ------------------------------------------------------------- runners ----
+
+def _session_id():
+    # shared by all xdist workers of one pytest run
+    return os.environ.get("PYTEST_XDIST_TESTRUNUID") or os.environ.setdefault(
+        "CONFORMANCE_RUN_ID", uuid.uuid4().hex)
+
+
+def export(name, *, line_bits, workers, stages, regions=None, max_outstanding=None,
+           top=False):
+    """Export one parameter set into build/conformance/<name>/verilog."""
+    out = CONF_BUILD / name / "verilog"
+    exe = pathlib.Path(sys.executable).parent / "neuron-fabric-export"
+    cmd = [str(exe), "--line-bits", str(line_bits), "--workers", str(workers),
+           "--stages", str(stages), "--out-dir", str(out)]
+    if top:
+        cmd += ["--regions", str(regions), "--max-outstanding", str(max_outstanding)]
+    else:
+        cmd += ["--no-top"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=REPO)
+    return out
+
+
+def _parse_results(xml_path):
+    results = {}
+    if not xml_path.is_file():
+        return results
+    for case in ElementTree.parse(xml_path).getroot().iter("testcase"):
+        name = case.get("name")
+        bad = case.find("failure") is not None or case.find("error") is not None
+        skipped = case.find("skipped") is not None
+        msg = ""
+        for tag in ("failure", "error"):
+            el = case.find(tag)
+            if el is not None:
+                msg = (el.get("message") or "") + "\n" + (el.text or "")
+        results[name] = ("skipped" if skipped else ("failed" if bad else "passed"), msg)
+    return results
+
+
+def run_module_once(*, name, export_kwargs, toplevel, sources, test_module,
+                    simulator, extra_env):
+    """Export, build and run ``test_module`` once per pytest session.
+
+    Returns ``{cocotb_test_name: (status, message)}``.  All cocotb tests of
+    the module run in one simulation; concurrent callers (xdist workers)
+    wait on a lock and reuse the results.
+    """
+    base = CONF_BUILD / name
+    base.mkdir(parents=True, exist_ok=True)
+    run_dir = base / simulator
+    marker = base / f"{simulator}.done"
+    sid = _session_id()
+    with open(base / "lock", "w") as lock:  # one per parameter set (shared export)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.is_file() and marker.read_text() == sid:
+            return _parse_results(run_dir / "results.xml")
+        # CONFORMANCE_REUSE=1 reruns the existing build (bench development)
+        reuse = os.environ.get("CONFORMANCE_REUSE") == "1" and run_dir.is_dir()
+        if not reuse:
+            vdir = export(name, **export_kwargs)
+            if run_dir.exists():
+                shutil.rmtree(run_dir)
+            run_dir.mkdir(parents=True)
+        vdir = base / "verilog"
+        srcs = [vdir / s for s in sources]
+        (run_dir / "results.xml").unlink(missing_ok=True)
+        from cocotb_tools.runner import get_runner
+        if simulator == "verilator":
+            sys.path.insert(0, str(SIM))
+            from toolchain import verilator_env
+            os.environ.update(verilator_env())
+        if str(SIM) not in sys.path:
+            sys.path.insert(0, str(SIM))
+        runner = get_runner(simulator)
+        build_args = ["-Wno-fatal"] if simulator == "verilator" else []
+        runner.build(sources=[str(s) for s in srcs], hdl_toplevel=toplevel,
+                     build_dir=run_dir, timescale=("1ns", "1ps"),
+                     build_args=build_args, log_file=run_dir / "build.log",
+                     always=not reuse)
+        try:
+            runner.test(test_module=test_module, hdl_toplevel=toplevel,
+                        build_dir=run_dir, test_dir=run_dir,
+                        extra_env={k: str(v) for k, v in extra_env.items()},
+                        results_xml=str(run_dir / "results.xml"),
+                        log_file=run_dir / "sim.log")
+        except (Exception, SystemExit):  # failures are read from results.xml
+            pass
+        marker.write_text(sid)
+        return _parse_results(run_dir / "results.xml")
+
+
+def check_result(results, testname, where):
+    """pytest-side assertion for one cocotb test of a shared run."""
+    assert testname in results, (
+        f"cocotb test {testname} did not run (simulation crashed?); see {where}")
+    status, msg = results[testname]
+    assert status == "passed", f"{testname}: {status}\n{msg[:4000]}"

@@ -1,0 +1,70 @@
+"""Conformance of the exported datapath core to SPEC section 3 (cocotb).
+
+Each parameter set is exported under build/conformance/, built and simulated
+once per pytest session; every cocotb test of sim/conformance_datapath.py is
+reported as its own pytest item.
+"""
+
+import pathlib
+import shutil
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "sim"))
+from conformance_common import check_result, run_module_once  # noqa: E402
+
+TESTS = [
+    "ports_and_widths",
+    "reset_in_ready_and_latency",
+    "lanes_all_modes_formats_gates",
+    "random_gaps_backpressure_scoreboard",
+    "out_of_range_fields_do_not_disturb",
+    "reset_mid_stream",
+]
+
+# (line_bits, workers, stages, simulator, slow)
+CONFIGS = [
+    (64, 4, 1, "verilator", False),
+    (256, 8, 3, "verilator", False),
+    (64, 4, 1, "icarus", False),
+    (512, 16, 5, "verilator", True),
+]
+
+XFAIL = {}  # (config id, test) -> reason
+
+
+def _cfg_id(c):
+    return f"{c[0]}x{c[1]}s{c[2]}-{c[3]}"
+
+
+def _params():
+    out = []
+    for c in CONFIGS:
+        for t in TESTS:
+            marks = []
+            if c[4]:
+                marks.append(pytest.mark.slow)
+            if c[3] == "icarus" and not shutil.which("iverilog"):
+                marks.append(pytest.mark.skip(reason="iverilog not installed"))
+            reason = XFAIL.get((_cfg_id(c), t)) or XFAIL.get(("*", t))
+            if reason:
+                marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            out.append(pytest.param(c, t, id=f"{_cfg_id(c)}-{t}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("cfg,test", _params())
+def test_datapath_conformance(cfg, test):
+    line_bits, workers, stages, sim, _ = cfg
+    name = f"dp_{line_bits}_{workers}_{stages}"
+    results = run_module_once(
+        name=name,
+        export_kwargs=dict(line_bits=line_bits, workers=workers, stages=stages),
+        toplevel="neuron_fabric_datapath",
+        sources=["neuron_fabric_datapath.v"],
+        test_module="conformance_datapath",
+        simulator=sim,
+        extra_env=dict(LINE_BITS=line_bits, WORKERS=workers, STAGES=stages, SEED=7),
+    )
+    check_result(results, test, f"build/conformance/{name}/{sim}")
