@@ -52,7 +52,7 @@ from amaranth.lib.wiring import In, Out
 from .params import (DatapathParams, FIELD_WIDTHS, Format, GateKind, Mode,
                      Profile, PROFILES)
 
-__all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS"]
+__all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS", "ENABLE_BITS"]
 
 
 #: For each STAGES value, how many registers sit on boundaries 0..4.
@@ -67,11 +67,35 @@ PLACEMENT = {
     8: (4, 1, 1, 1, 1),
 }
 
-#: Line bits served by one copy of the control registers and clock enable.
+#: Line bits served by one copy of the per-line control registers.
 REPLICA_BITS = 32
+
+#: Line bits served by one copy of the clock enable.
+ENABLE_BITS = 16
 
 #: Number of values the 4-bit gate period, keep and phase inputs can carry.
 _FIELD_VALUES = 1 << FIELD_WIDTHS["gate_phase"]
+
+
+class _Gated:
+    """A vector whose bits read constants under conditions.
+
+    Bit ``b`` is ``const >> b & 1`` when ``cond[b]`` is high, else
+    ``value[b]``; ``cond[b]`` is None for a bit without a condition.  A
+    register of it resets the bit synchronously under ``cond[b]`` and its
+    clock enable (the reset has priority, as ECP5 flip-flops implement it).
+    """
+
+    def __init__(self, value, cond, const):
+        assert len(cond) == len(value)
+        self.value, self.cond, self.const = value, cond, const
+
+    def __len__(self):
+        return len(self.value)
+
+    def plain(self):
+        return Cat(bit if c is None else Mux(c, self.const >> b & 1, bit)
+                   for b, (bit, c) in enumerate(zip(self.value, self.cond)))
 
 
 def _full_adder(wire, a, b, c):
@@ -199,12 +223,21 @@ class Datapath(wiring.Component):
 
     @property
     def groups(self):
-        """Number of replica groups the line is cut into."""
+        """Number of enable groups (:data:`ENABLE_BITS` bits each)."""
+        return self.line_bits // ENABLE_BITS
+
+    @property
+    def control_groups(self):
+        """Number of control copies (:data:`REPLICA_BITS` bits each)."""
         return self.line_bits // REPLICA_BITS
+
+    def _copy(self, g):
+        """Control copy that enable group ``g`` reads."""
+        return g * ENABLE_BITS // REPLICA_BITS
 
     @property
     def _group_lanes(self):
-        return REPLICA_BITS // self.workers
+        return ENABLE_BITS // self.workers
 
     @property
     def _count_bits(self):
@@ -222,6 +255,12 @@ class Datapath(wiring.Component):
         self._module.d.comb += sig.eq(value)
         return sig
 
+    def _spread(self, line, rep, *names):
+        """Move per-line signals to one copy per control group.  Only register
+        outputs are spread, so each copy's register is fed by a plain wire."""
+        for name in names:
+            rep[name] = [line.pop(name)] * self.control_groups
+
     @staticmethod
     def _lane(vector, lane, width):
         """Field ``lane`` of a vector of ``width``-bit fields."""
@@ -230,8 +269,8 @@ class Datapath(wiring.Component):
     # -- the four steps --------------------------------------------------------
     #
     # Each step maps a bundle to a bundle: ``line`` holds single per-line
-    # signals, ``rep`` per-line signals with one copy per group, ``lane``
-    # one vector per group.
+    # signals, ``rep`` per-line signals with one copy per control group, and
+    # ``lane`` one vector per enable group.
 
     def _step_a(self, line, rep, lane):
         """Decode the controls; first adder layer; pattern-gate bits."""
@@ -239,36 +278,43 @@ class Datapath(wiring.Component):
         mode = line.pop("mode")
         fmt = line.pop("format")
         gate_kind = line.pop("gate_kind")
-        period = line.pop("period")
-        keep = line.pop("keep")
         threshold = line.pop("threshold")
         phase = line.pop("phase")
-        groups = self.groups
         w = self.workers
 
         ternary = self._wire(mode == Mode.GTERNARY)
         if prof.has("gate_margin"):
             gate_pattern = self._wire(ternary & (gate_kind == GateKind.PATTERN))
             gate_margin = self._wire(ternary & (gate_kind == GateKind.MARGIN))
-            rep["margin_limit"] = [self._margin_limit(threshold, gate_margin)] * groups
+            line["margin_limit"] = self._margin_limit(threshold, gate_margin)
         else:
             gate_pattern = ternary
-        rep["xform"] = [mode[1]] * groups
+        line["xform"] = mode[1]
+        self._spread(line, rep, "xform")
 
         if prof.has("format_margin") or prof.has("format_sign"):
             fmt_margin = (fmt == Format.MARGIN) if prof.has("format_margin") else Const(0)
             fmt_sign = (fmt == Format.SIGN) if prof.has("format_sign") else Const(0)
             fmt_margin, fmt_sign = self._wire(fmt_margin), self._wire(fmt_sign)
-            fmt_count = ~fmt_margin & ~fmt_sign
-            rep["format"] = [Cat(fmt_count, fmt_margin, fmt_sign)] * groups
+            line["format"] = Cat(~fmt_margin & ~fmt_sign, fmt_margin, fmt_sign)
 
         if prof.has("gate_pattern_programmable"):
             # Bit t: a lane at pattern position t is kept (t < K); all ones
-            # unless the PATTERN gate applies.
-            rep["pattern_keep"] = [Cat((keep > t) | ~gate_pattern
-                                       for t in range(_FIELD_VALUES - 1))] * groups
-            rep["period"] = [period] * groups
+            # unless the PATTERN gate applies.  Each control group decodes
+            # its own copy of the fields, as the pattern table (step B)
+            # reads these bits in every group.
+            keep_bits = []
+            for keep, mode_c, kind_c in zip(rep.pop("keep"), rep.pop("mode"),
+                                            rep.pop("gate_kind")):
+                applies = mode_c == Mode.GTERNARY
+                if prof.has("gate_margin"):
+                    applies = applies & (kind_c == GateKind.PATTERN)
+                applies = self._wire(applies)
+                keep_bits.append(Cat((keep > t) | ~applies
+                                     for t in range(_FIELD_VALUES - 1)))
+            rep["pattern_keep"] = keep_bits
             line["phase"] = phase
+            self._spread(line, rep, "phase")
         else:
             # The paper's fixed 2-of-3 gate: lane i is kept iff
             # (phase + i) mod 3 < 2, so three bits serve the whole line.
@@ -278,15 +324,14 @@ class Datapath(wiring.Component):
                             if (ph + residue) % 3 < 2)
                 kept.append(self._wire(Const(table, _FIELD_VALUES).bit_select(phase, 1)
                                        | ~gate_pattern))
-            rep["keep3"] = [Cat(*kept)] * groups
-            rep["zero3"] = [Cat(*(mode[1] & ~k for k in kept))] * groups
+            line["keep3"] = Cat(*kept)
+            line["zero3"] = Cat(*(mode[1] & ~k for k in kept))
 
-        data = lane["data"]
         layers = []
-        for g in range(groups):
+        for data in lane["data"]:
             bits = []
             for i in range(self._group_lanes):
-                x = self._lane(data[g], i, w)
+                x = self._lane(data, i, w)
                 layer = _compress_layer(self._wire, [[x[k] for k in range(w)]])
                 bits.append(Cat(*(b for col in layer for b in col)))
             layers.append(Cat(*bits))
@@ -314,12 +359,13 @@ class Datapath(wiring.Component):
         gl = self._group_lanes
         shape = _layer_shape(w)
         layer_bits = sum(shape)
-        layers = lane.pop("layer")
+        self._spread(line, rep, *(k for k in ("margin_limit", "format", "keep3", "zero3")
+                                   if k in line))
         counts, dists = [], []
-        for g in range(self.groups):
+        for layer in lane.pop("layer"):
             cs, ds = [], []
             for i in range(gl):
-                flat = self._lane(layers[g], i, layer_bits)
+                flat = self._lane(layer, i, layer_bits)
                 columns, pos = [], 0
                 for n in shape:
                     columns.append([flat[pos + k] for k in range(n)])
@@ -342,16 +388,17 @@ class Datapath(wiring.Component):
             keeps = rep.pop("pattern_keep")
             tables = []
             for g in range(self.groups):
+                cg = self._copy(g)
                 last = g == self.groups - 1
                 stop = self.lanes + _FIELD_VALUES - 1 if last else (g + 1) * gl
                 entries = []
                 for j in range(g * gl, stop):
                     # P = 0 is invalid; it selects entry 0.
-                    options = [keeps[g][0]] + [keeps[g][j % p] for p in range(1, _FIELD_VALUES)]
-                    entries.append(Cat(*options).bit_select(periods[g], 1))
+                    options = [keeps[cg][0]] + [keeps[cg][j % p]
+                                                for p in range(1, _FIELD_VALUES)]
+                    entries.append(Cat(*options).bit_select(periods[cg], 1))
                 tables.append(Cat(*entries))
             lane["pattern"] = tables
-            rep["phase"] = [line.pop("phase")] * self.groups
         return line, rep, lane
 
     def _distance(self, c):
@@ -407,20 +454,21 @@ class Datapath(wiring.Component):
         fmts = rep.get("format")
         pattern_gates, margin_gates, values = [], [], []
         for g in range(self.groups):
+            cg = self._copy(g)
             pg, mg, vs = [], [], []
             for i in range(gl):
                 index = g * gl + i
                 c = self._lane(counts[g], i, cw)
                 if tables is not None:
                     window = self._pattern_window(tables, index, _FIELD_VALUES)
-                    pg.append(window.bit_select(phases[g], 1))
+                    pg.append(window.bit_select(phases[cg], 1))
                 else:
-                    pg.append(keep3[g][index % 3])
+                    pg.append(keep3[cg][index % 3])
                 if dists is not None:
                     d = self._lane(dists[g], i, len(dists[g]) // gl)
-                    mg.append(d >= limits[g])
+                    mg.append(d >= limits[cg])
                 if fmts is not None:
-                    vs.append(self._lane_value(c, fmts[g]))
+                    vs.append(self._lane_value(c, fmts[cg]))
                 else:
                     vs.append(Cat(c, Const(0, w - cw)))
             pattern_gates.append(Cat(*pg))
@@ -447,23 +495,24 @@ class Datapath(wiring.Component):
         gl = self._group_lanes
         h = self._half_bit
         xform = rep.pop("xform")
-        data = lane.pop("data")
         out = []
-        for g in range(self.groups):
-            x = xform[g]
-            lanes = []
+        for g, data in enumerate(lane.pop("data")):
+            cg = self._copy(g)
+            x = xform[cg]
+            values, conds, const = [], [], 0
             for i in range(gl):
-                zero = zero3[g][(g * gl + i) % 3]
+                zero = zero3[cg][(g * gl + i) % 3]
                 c = self._lane(counts[g], i, cw)
-                raw = self._lane(data[g], i, w)
-                bits = []
+                raw = self._lane(data, i, w)
                 for j in range(w):
                     if j >= cw:
-                        bits.append(Mux(x, 0, raw[j]))
+                        values.append(raw[j])
+                        conds.append(x)
                     else:
-                        bits.append(Mux(zero, int(j == h), Mux(x, c[j], raw[j])))
-                lanes.append(Cat(*bits))
-            out.append(Cat(*lanes))
+                        values.append(Mux(x, c[j], raw[j]))
+                        conds.append(zero)
+                        const |= int(j == h) << (i * w + j)
+            out.append(_Gated(Cat(*values), conds, const))
         lane["out"] = out
         return line, rep, lane
 
@@ -478,14 +527,14 @@ class Datapath(wiring.Component):
         xform = rep.pop("xform")
         fmts = rep.pop("format", None)
         values = lane.pop("value")
-        data = lane.pop("data")
         pattern_gates = lane.pop("pattern_gate")
         margin_gates = lane.pop("margin_gate", None)
         out = []
-        for g in range(self.groups):
-            x = xform[g]
+        for g, data in enumerate(lane.pop("data")):
+            cg = self._copy(g)
+            x = xform[cg]
             # A gated lane reads W/2 in COUNT format and 0 otherwise.
-            gated_half = fmts[g][0] if fmts is not None else Const(1)
+            gated_half = fmts[cg][0] if fmts is not None else Const(1)
             lanes = []
             for i in range(gl):
                 kept = pattern_gates[g][i]
@@ -493,7 +542,7 @@ class Datapath(wiring.Component):
                     kept = kept & margin_gates[g][i]
                 zero = self._wire(x & ~kept)
                 v = self._lane(values[g], i, w)
-                raw = self._lane(data[g], i, w)
+                raw = self._lane(data, i, w)
                 bits = []
                 for j in range(w):
                     if j == h:
@@ -511,76 +560,89 @@ class Datapath(wiring.Component):
         m = self._module = Module()
         groups = self.groups
 
-        live = Signal()           # high from the first clock edge out of reset
-        m.d.sync += live.eq(1)
-
-        out_valid = [Signal(name=f"out_valid_{g}") for g in range(groups)]
-        en = [Signal(name=f"en_{g}") for g in range(groups)]
-        for g in range(groups):
+        # One enable copy per group; copy ``groups`` serves the per-line
+        # registers.  Each copy has its own valid chain and its own "live"
+        # bit (high from the first clock edge out of reset), so that the
+        # flip-flops of a copy sit next to the logic they drive.
+        copies = groups + 1
+        line_en = groups
+        out_valid = [Signal(name=f"out_valid_{g}") for g in range(copies)]
+        en = [Signal(name=f"en_{g}") for g in range(copies)]
+        live = [Signal(name=f"live_{g}") for g in range(copies)]
+        for g in range(copies):
             m.d.comb += en[g].eq(self.out_ready | ~out_valid[g])
-        m.d.comb += self.in_ready.eq(en[0] & live)
+            with m.If(en[g]):
+                m.d.sync += live[g].eq(1)
+        m.d.comb += self.in_ready.eq(en[line_en] & live[line_en])
+
+        reset_en = {}
 
         def register(value, name, g):
             reg = Signal(len(value), name=name, reset_less=True)
-            with m.If(en[g]):
-                m.d.sync += reg.eq(value)
+            if not isinstance(value, _Gated):
+                with m.If(en[g]):
+                    m.d.sync += reg.eq(value)
+                return reg
+            for b, (bit, cond) in enumerate(zip(value.value, value.cond)):
+                if cond is None:
+                    with m.If(en[g]):
+                        m.d.sync += reg[b].eq(bit)
+                    continue
+                key = (id(cond), g)
+                if key not in reset_en:
+                    reset_en[key] = self._wire(cond & en[g])
+                m.d.sync += reg[b].eq(Mux(reset_en[key], value.const >> b & 1,
+                                          Mux(en[g], bit, reg[b])))
             return reg
 
-        def wire(value, name):
-            # A named net where two steps share a stage: without it their
-            # expressions merge into one tree whose size, and the time
-            # Amaranth needs to check and simulate it, grows exponentially.
-            net = Signal(len(value), name=name)
-            m.d.comb += net.eq(value)
-            return net
+        def wire(value):
+            if isinstance(value, _Gated):
+                return _Gated(self._wire(value.value), value.cond, value.const)
+            return self._wire(value)
 
-        valid = self.in_valid & live
+        ratio = REPLICA_BITS // ENABLE_BITS
+        valid = [self.in_valid & live[g] for g in range(copies)]
         line = {
             "tag": self.in_tag, "mode": self.in_mode, "format": self.in_format,
-            "gate_kind": self.in_gate_kind, "period": self.in_gate_period,
-            "keep": self.in_gate_keep, "threshold": self.in_gate_threshold,
+            "gate_kind": self.in_gate_kind, "threshold": self.in_gate_threshold,
             "phase": self.in_gate_phase,
         }
         rep = {}
-        lane = {"data": [self.in_data[g * REPLICA_BITS:(g + 1) * REPLICA_BITS]
+        if self.profile.has("gate_pattern_programmable"):
+            # The pattern table needs these in every control group by step B.
+            for name, port in (("period", self.in_gate_period), ("keep", self.in_gate_keep),
+                               ("mode", self.in_mode), ("gate_kind", self.in_gate_kind)):
+                rep[name] = [port] * self.control_groups
+        lane = {"data": [self.in_data[g * ENABLE_BITS:(g + 1) * ENABLE_BITS]
                          for g in range(groups)]}
         steps = (self._step_a, self._step_b, self._step_c, self._step_d)
         index = 0
         for boundary, count in enumerate(PLACEMENT[self.stages]):
             for _ in range(count):
-                if index == self.stages - 1:
-                    for g in range(groups):
-                        with m.If(en[g]):
-                            m.d.sync += out_valid[g].eq(valid)
-                    valid = out_valid[0]
-                else:
-                    valid_q = Signal(name=f"s{index}_valid")
-                    with m.If(en[0]):
-                        m.d.sync += valid_q.eq(valid)
-                    valid = valid_q
-                line = {k: register(v, f"s{index}_{k}", 0) for k, v in line.items()}
-                rep = {k: [register(v, f"s{index}_{k}_r{g}", g) for g, v in enumerate(vs)]
-                       for k, vs in rep.items()}
+                last = index == self.stages - 1
+                valid_q = out_valid if last else \
+                    [Signal(name=f"s{index}_valid_{g}") for g in range(copies)]
+                for g in range(copies):
+                    with m.If(en[g]):
+                        m.d.sync += valid_q[g].eq(valid[g])
+                valid = valid_q
+                line = {k: register(v, f"s{index}_{k}", line_en) for k, v in line.items()}
+                rep = {k: [register(v, f"s{index}_{k}_r{c}", c * ratio)
+                           for c, v in enumerate(vs)] for k, vs in rep.items()}
                 lane = {k: [register(v, f"s{index}_{k}_g{g}", g) for g, v in enumerate(vs)]
                         for k, vs in lane.items()}
                 index += 1
-            if count == 0 and boundary > 0:
-                line = {k: wire(v, f"b{boundary}_{k}") for k, v in line.items()}
-                rep = {k: [wire(v, f"b{boundary}_{k}_r{g}") for g, v in enumerate(vs)]
-                       for k, vs in rep.items()}
-                lane = {k: [wire(v, f"b{boundary}_{k}_g{g}") for g, v in enumerate(vs)]
-                        for k, vs in lane.items()}
             if boundary < len(steps):
                 line, rep, lane = steps[boundary](dict(line), dict(rep), dict(lane))
                 line = {k: self._wire(v) for k, v in line.items()}
-                rep = {k: [self._wire(vs[0])] * groups if all(v is vs[0] for v in vs)
+                rep = {k: [self._wire(vs[0])] * len(vs) if all(v is vs[0] for v in vs)
                        else [self._wire(v) for v in vs] for k, vs in rep.items()}
-                lane = {k: [self._wire(v) for v in vs] for k, vs in lane.items()}
+                lane = {k: [wire(v) for v in vs] for k, vs in lane.items()}
         assert index == self.stages and set(line) == {"tag"} and not rep \
             and set(lane) == {"data"}, (sorted(line), sorted(rep), sorted(lane))
 
         m.d.comb += [
-            self.out_valid.eq(valid),
+            self.out_valid.eq(valid[line_en]),
             self.out_data.eq(Cat(*lane["data"])),
             self.out_tag.eq(line["tag"]),
         ]
