@@ -305,12 +305,15 @@ def markdown(params=None):
         if key in seen:
             continue
         seen.add(key)
-        out += [f"### {reg.name}" + (" (and every register like it)" if reg.kind != "const" and
-                                     reg.kind not in ("status",) else ""), "",
-                "| bits | field | reset | description |", "|---|---|---|---|"]
+        title = reg.name
+        if reg.kind.startswith("counter"):
+            title = title.replace(f"COUNTER{reg.index}", "COUNTERj") + " (j = 0..5)"
+        elif reg.name.startswith("REGION"):
+            title = title.replace(f"REGION{reg.index}", "REGIONr") + f" (r = 0..REGIONS-1)"
+        out += [f"### {title}", "", "| bits | field | reset | description |", "|---|---|---|---|"]
         for f in reg.fields:
-            out.append(f"| {_bits(f)} | {f.name} | {f.reset if reg.kind != 'const' else f.get(reg.value)}"
-                       f" | {f.doc} |")
+            reset = f.reset if reg.kind != "const" else f.get(reg.value)
+            out.append(f"| {_bits(f)} | {f.name} | {reset:#x} | {f.doc} |")
         out.append("")
     out += [
         "## Write rules",

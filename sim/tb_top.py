@@ -384,6 +384,7 @@ class TopTB:
         self._queued = {}               # tag -> Pending not yet accepted
         self.accepted_at = {}           # tag -> cycle of its last acceptance
         self.answered_at = {}           # tag -> cycle of its last response
+        self.responses = {}             # tag -> data bytes of its last DRS
         cocotb.start_soon(self._monitor())
 
     # -- set-up -------------------------------------------------------------------
@@ -487,6 +488,8 @@ class TopTB:
             if dut.s2m_drs_valid.value and dut.s2m_drs_ready.value:
                 self.in_flight_host -= 1
                 self.answered_at[_u(dut.s2m_drs_tag)] = self.cycle
+                self.responses[_u(dut.s2m_drs_tag)] = _u(dut.s2m_drs_data).to_bytes(
+                    self.params.line_bytes, "little")
                 self.board.response("drs", _u(dut.s2m_drs_tag),
                                     _u(dut.s2m_drs_opcode),
                                     _u(dut.s2m_drs_data),
