@@ -52,7 +52,7 @@ from amaranth.lib.wiring import In, Out
 from .params import (DatapathParams, FIELD_WIDTHS, Format, GateKind, Mode,
                      Profile, PROFILES)
 
-__all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS", "ENABLE_BITS"]
+__all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS"]
 
 
 #: For each STAGES value, how many registers sit on boundaries 0..4.
@@ -69,9 +69,6 @@ PLACEMENT = {
 
 #: Line bits served by one copy of the per-line control registers.
 REPLICA_BITS = 32
-
-#: Line bits served by one copy of the clock enable.
-ENABLE_BITS = 16
 
 #: Number of values the 4-bit gate period, keep and phase inputs can carry.
 _FIELD_VALUES = 1 << FIELD_WIDTHS["gate_phase"]
@@ -223,21 +220,20 @@ class Datapath(wiring.Component):
 
     @property
     def groups(self):
-        """Number of enable groups (:data:`ENABLE_BITS` bits each)."""
-        return self.line_bits // ENABLE_BITS
-
-    @property
-    def control_groups(self):
-        """Number of control copies (:data:`REPLICA_BITS` bits each)."""
+        """Number of groups (:data:`REPLICA_BITS` bits each), one control
+        copy each."""
         return self.line_bits // REPLICA_BITS
 
-    def _copy(self, g):
-        """Control copy that enable group ``g`` reads."""
-        return g * ENABLE_BITS // REPLICA_BITS
+    control_groups = groups
+
+    @staticmethod
+    def _copy(g):
+        """Control copy that group ``g`` reads."""
+        return g
 
     @property
     def _group_lanes(self):
-        return ENABLE_BITS // self.workers
+        return REPLICA_BITS // self.workers
 
     @property
     def _count_bits(self):
@@ -560,39 +556,40 @@ class Datapath(wiring.Component):
         m = self._module = Module()
         groups = self.groups
 
-        # One enable copy per group; copy ``groups`` serves the per-line
-        # registers.  Each copy has its own valid chain and its own "live"
-        # bit (high from the first clock edge out of reset), so that the
-        # flip-flops of a copy sit next to the logic they drive.
-        copies = groups + 1
-        line_en = groups
-        out_valid = [Signal(name=f"out_valid_{g}") for g in range(copies)]
-        en = [Signal(name=f"en_{g}") for g in range(copies)]
-        live = [Signal(name=f"live_{g}") for g in range(copies)]
-        for g in range(copies):
-            m.d.comb += en[g].eq(self.out_ready | ~out_valid[g])
-            with m.If(en[g]):
-                m.d.sync += live[g].eq(1)
-        m.d.comb += self.in_ready.eq(en[line_en] & live[line_en])
+        # A line moves on whenever the consumer is ready: every register's
+        # clock enable is ``out_ready``, with no logic in between.
+        en = self.out_ready
+        live = Signal()           # high from the first clock edge out of reset
+        m.d.sync += live.eq(1)
+        m.d.comb += self.in_ready.eq(en & live)
+
+        # The control copies of group g are enabled by ``out_ready | barrier[g]``.
+        # barrier[g] is 0 from reset on (it only ever loads 0), but no
+        # combinational optimisation can tell, so synthesis keeps one copy per
+        # group instead of merging them back into one register.
+        copy_en = []
+        for g in range(groups):
+            barrier = Signal(name=f"copy_barrier_{g}")
+            m.d.sync += barrier.eq(barrier & self.in_data[g * REPLICA_BITS])
+            copy_en.append(self._wire(en | barrier))
 
         reset_en = {}
 
-        def register(value, name, g):
+        def register(value, name, enable=en):
             reg = Signal(len(value), name=name, reset_less=True)
             if not isinstance(value, _Gated):
-                with m.If(en[g]):
+                with m.If(enable):
                     m.d.sync += reg.eq(value)
                 return reg
             for b, (bit, cond) in enumerate(zip(value.value, value.cond)):
                 if cond is None:
-                    with m.If(en[g]):
+                    with m.If(en):
                         m.d.sync += reg[b].eq(bit)
                     continue
-                key = (id(cond), g)
-                if key not in reset_en:
-                    reset_en[key] = self._wire(cond & en[g])
-                m.d.sync += reg[b].eq(Mux(reset_en[key], value.const >> b & 1,
-                                          Mux(en[g], bit, reg[b])))
+                if id(cond) not in reset_en:
+                    reset_en[id(cond)] = self._wire(cond & en)
+                m.d.sync += reg[b].eq(Mux(reset_en[id(cond)], value.const >> b & 1,
+                                          Mux(en, bit, reg[b])))
             return reg
 
         def wire(value):
@@ -600,8 +597,7 @@ class Datapath(wiring.Component):
                 return _Gated(self._wire(value.value), value.cond, value.const)
             return self._wire(value)
 
-        ratio = REPLICA_BITS // ENABLE_BITS
-        valid = [self.in_valid & live[g] for g in range(copies)]
+        valid = self.in_valid & live
         line = {
             "tag": self.in_tag, "mode": self.in_mode, "format": self.in_format,
             "gate_kind": self.in_gate_kind, "threshold": self.in_gate_threshold,
@@ -613,23 +609,20 @@ class Datapath(wiring.Component):
             for name, port in (("period", self.in_gate_period), ("keep", self.in_gate_keep),
                                ("mode", self.in_mode), ("gate_kind", self.in_gate_kind)):
                 rep[name] = [port] * self.control_groups
-        lane = {"data": [self.in_data[g * ENABLE_BITS:(g + 1) * ENABLE_BITS]
+        lane = {"data": [self.in_data[g * REPLICA_BITS:(g + 1) * REPLICA_BITS]
                          for g in range(groups)]}
         steps = (self._step_a, self._step_b, self._step_c, self._step_d)
         index = 0
         for boundary, count in enumerate(PLACEMENT[self.stages]):
             for _ in range(count):
-                last = index == self.stages - 1
-                valid_q = out_valid if last else \
-                    [Signal(name=f"s{index}_valid_{g}") for g in range(copies)]
-                for g in range(copies):
-                    with m.If(en[g]):
-                        m.d.sync += valid_q[g].eq(valid[g])
+                valid_q = Signal(name=f"s{index}_valid")
+                with m.If(en):
+                    m.d.sync += valid_q.eq(valid)
                 valid = valid_q
-                line = {k: register(v, f"s{index}_{k}", line_en) for k, v in line.items()}
-                rep = {k: [register(v, f"s{index}_{k}_r{c}", c * ratio)
+                line = {k: register(v, f"s{index}_{k}") for k, v in line.items()}
+                rep = {k: [register(v, f"s{index}_{k}_r{c}", copy_en[c])
                            for c, v in enumerate(vs)] for k, vs in rep.items()}
-                lane = {k: [register(v, f"s{index}_{k}_g{g}", g) for g, v in enumerate(vs)]
+                lane = {k: [register(v, f"s{index}_{k}_g{g}") for g, v in enumerate(vs)]
                         for k, vs in lane.items()}
                 index += 1
             if boundary < len(steps):
@@ -642,7 +635,7 @@ class Datapath(wiring.Component):
             and set(lane) == {"data"}, (sorted(line), sorted(rep), sorted(lane))
 
         m.d.comb += [
-            self.out_valid.eq(valid[line_en]),
+            self.out_valid.eq(valid),
             self.out_data.eq(Cat(*lane["data"])),
             self.out_tag.eq(line["tag"]),
         ]
