@@ -1,0 +1,74 @@
+"""Conformance of the exported top ``neuron_fabric`` to SPEC section 4 (cocotb).
+
+Each parameter set is exported under build/conformance/, built and simulated
+once per pytest session; every cocotb test of sim/conformance_top.py is
+reported as its own pytest item.
+"""
+
+import pathlib
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "sim"))
+from conformance_common import check_result, run_module_once  # noqa: E402
+
+TESTS = [
+    "ports_and_widths",
+    "csr_reset_values",
+    "csr_rw_wstrb_reserved",
+    "csr_bad_cfg_writes",
+    "csr_ro_and_unmapped",
+    "csr_status_rw1c",
+    "req_opcodes",
+    "rwd_opcodes",
+    "axi_error_responses",
+    "counters_and_snapshot",
+    "region_selection_and_phase",
+    "bypass_vs_lowbit_latency",
+    "read_after_write",
+    "devload_idle",
+    "random_mixed_traffic",
+]
+
+# (line_bits, workers, stages, regions, max_outstanding, simulator, slow)
+CONFIGS = [
+    (64, 4, 2, 4, 8, "verilator", False),
+    (512, 8, 5, 3, 16, "verilator", True),
+]
+
+XFAIL = {}  # (config id or "*", test) -> reason
+
+
+def _cfg_id(c):
+    return f"{c[0]}x{c[1]}s{c[2]}r{c[3]}o{c[4]}-{c[5]}"
+
+
+def _params():
+    out = []
+    for c in CONFIGS:
+        for t in TESTS:
+            marks = [pytest.mark.slow] if c[6] else []
+            reason = XFAIL.get((_cfg_id(c), t)) or XFAIL.get(("*", t))
+            if reason:
+                marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            out.append(pytest.param(c, t, id=f"{_cfg_id(c)}-{t}", marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("cfg,test", _params())
+def test_top_conformance(cfg, test):
+    line_bits, workers, stages, regions, max_out, sim, _ = cfg
+    name = f"top_{line_bits}_{workers}_{stages}_{regions}_{max_out}"
+    results = run_module_once(
+        name=name,
+        export_kwargs=dict(line_bits=line_bits, workers=workers, stages=stages,
+                           regions=regions, max_outstanding=max_out, top=True),
+        toplevel="neuron_fabric",
+        sources=["neuron_fabric.v"],
+        test_module="conformance_top",
+        simulator=sim,
+        extra_env=dict(LINE_BITS=line_bits, WORKERS=workers, STAGES=stages,
+                       REGIONS=regions, MAX_OUTSTANDING=max_out, SEED=3),
+    )
+    check_result(results, test, f"build/conformance/{name}/{sim}")
