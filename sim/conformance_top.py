@@ -73,7 +73,7 @@ def cfg_valid(v):
     return f["fmt"] != 3 and f["period"] != 0 and f["keep"] <= f["period"] and f["thresh"] <= W
 
 
-CFG_RW_MASK = 0x001FF31F  # mode, format, kind, P, K, T
+CFG_RW_MASK = 0x001FFF1F  # mode, format, kind, P, K, T
 
 
 class ConfRam(Memory):
@@ -134,6 +134,7 @@ class Top:
         self.drs, self.ndr = [], []           # dicts
         self.ar, self.aw, self.wbeats, self.b, self.r = [], [], [], [], []
         self.devload_log = []                 # (edge, drs_devload, ndr_devload)
+        self.axil_b_edges = []
         self.on_resp = None
         self._tag = self.rng.randrange(1 << 16)
 
@@ -147,7 +148,10 @@ class Top:
         while True:
             await FallingEdge(d.clk)
             if self.req_cur is None:
-                if self.req_q and self.rng.random() >= self.p_gap:
+                if self.req_q and "gate" in self.req_q[0]:
+                    if self.req_q[0]["gate"]():
+                        self.req_cur = self.req_q.popleft()
+                elif self.req_q and self.rng.random() >= self.p_gap:
                     self.req_cur = self.req_q.popleft()
                 elif self.req_source is not None:
                     self.req_cur = self.req_source()
@@ -202,6 +206,8 @@ class Top:
                 self.ndr.append(rsp)
                 if self.on_resp:
                     self.on_resp(rsp)
+            if int(d.s_axil_bvalid.value) and int(d.s_axil_bready.value):
+                self.axil_b_edges.append(e)
             if int(d.m_axi_arvalid.value) and int(d.m_axi_arready.value):
                 self.ar.append(dict(edge=e, addr=d.m_axi_araddr.value.to_unsigned(),
                                     len=d.m_axi_arlen.value.to_unsigned(),
@@ -279,8 +285,10 @@ class Top:
         assert await self.status() == 0, "STATUS not cleared by writing ones"
 
     # ---------------------------------------------------------------- CXL --
-    def req(self, op, addr, tag=None):
+    def req(self, op, addr, tag=None, gate=None):
         item = dict(kind="req", op=op, addr=addr & AMASK, tag=self.tag() if tag is None else tag)
+        if gate is not None:
+            item["gate"] = gate
         self.req_q.append(item)
         return item
 
@@ -924,6 +932,9 @@ async def region_selection_and_phase(dut):
     if r_hi > 1:
         await csr.set_region(top, r_hi, cfg(mode=3, fmt=2, kind=1, thresh=2, period=3,
                                             keep=1, enable=1), hi_base, hi_base + 9 * LB)
+    elif REGIONS > 2:
+        # an enabled empty window (BASE == LIMIT) matches nothing
+        await csr.set_region(top, 2, cfg(mode=1, enable=1), b0 + 2 * LB, b0 + 2 * LB)
     await csr.set_default(top, cfg(mode=2, fmt=0))
     lines = set()
     for k in range(-3, 44):
@@ -1012,6 +1023,13 @@ async def devload_idle(dut):
     await top.cycles(20)
     bad = [(e, d0, d1) for e, d0, d1 in top.devload_log if d0 or d1]
     assert not bad, f"devload non-zero with nothing in flight: {bad[:5]}"
+    # the cycle a first request is presented and accepted, nothing is in flight yet
+    item = top.req(REQ_MEMRD, 0x8000)
+    await top.wait_resp([item])
+    at = [(e, d0, d1) for e, d0, d1 in top.devload_log if e == item["edge"]]
+    assert at and at[0][1] == 0 and at[0][2] == 0, (
+        f"devload {at} in the cycle of the first request, with nothing in flight")
+    await top.cycles(10)
     # some traffic, then idle again
     items = [top.req(REQ_MEMRD, 0x8000 + LB * k) for k in range(MAX_OUT * 2)]
     items += [top.rwd(RWD_MEMWR, 0x9000 + LB * k, k) for k in range(MAX_OUT)]
@@ -1149,3 +1167,261 @@ async def random_mixed_traffic(dut):
     got = await top.counters()
     assert got[:5] == counts[:5] and got[5] == 0, f"counters {got}, expected {counts[:5]} + [0]"
     assert await top.status() == 0
+
+
+@cocotb.test()
+async def csr_write_applies_after_bvalid(dut):
+    """A request accepted at the first edge after a CSR write's BVALID handshake
+    already uses the new configuration (DEFAULT_CFG and a region CFG)."""
+    top = await setup(dut, 15)
+    rng = top.rng
+    csr = CsrModel()
+    errs = []
+    a_def, a_reg = 0xC000, 0xD000
+    for a in (a_def, a_reg):
+        top.ram.set_line(a, rand_line(rng))
+    await csr.set_region(top, 0, cfg(mode=3, fmt=1, kind=0, period=3, keep=1, enable=0),
+                         a_reg, a_reg + LB)
+    steps = [(DEFAULT_CFG, a_def, cfg(mode=2, fmt=1)),
+             (DEFAULT_CFG, a_def, cfg(mode=0)),
+             (DEFAULT_CFG, a_def, cfg(mode=3, fmt=2, kind=1, thresh=W)),
+             (R_CFG(0), a_reg, cfg(mode=3, fmt=1, kind=0, period=3, keep=1, enable=1)),
+             (R_CFG(0), a_reg, cfg(mode=2, fmt=0, enable=1)),
+             (R_CFG(0), a_reg, cfg(mode=2, fmt=0, enable=0))]
+    for reg, addr, value in steps:
+        n_b = len(top.axil_b_edges)
+        item = top.req(REQ_MEMRD, addr, gate=lambda n=n_b: len(top.axil_b_edges) > n)
+        resp = await top.wr(reg, value)
+        assert resp == 0
+        if reg == DEFAULT_CFG:
+            csr.default = value
+        else:
+            csr.regions[0][0] = value
+        (rsp,) = await top.wait_resp([item])
+        b_edge = top.axil_b_edges[n_b]
+        exp, _ = csr.expect(addr, top.ram.line(addr))
+        if item["edge"] != b_edge + 1:
+            errs.append(f"bench: request accepted at edge {item['edge']}, B at {b_edge}")
+        elif rsp["data"] != exp:
+            errs.append(f"{reg:#05x} <- {value:#x}: read accepted one edge after BVALID gave "
+                        f"{rsp['data']:#x}, expected {exp:#x} (new configuration)")
+    assert not errs, "\n".join(errs)
+
+
+@cocotb.test()
+async def random_mixed_with_errors(dut):
+    """Random traffic including MemSpecRd, MemInv, unsupported opcodes, poisoned writes
+    and AXI read/write errors: one response per request, STATUS and COUNTER 5."""
+    top = await setup(dut, 16)
+    rng = top.rng
+    csr = CsrModel()
+    N = int(os.environ.get("RANDOM_REQUESTS", "400")) // 2
+    good = [0xE000 + LB * k for k in range(8)]
+    bad_rd = [0xF000 + LB * k for k in range(2)]
+    bad_wr = [0xF800 + LB * k for k in range(2)]
+    for a in good + bad_rd:
+        top.ram.set_line(a, rand_line(rng))
+    model = {a: top.ram.line(a) for a in good}
+    top.ram.bad_read.update(bad_rd)
+    top.ram.bad_write.update(bad_wr)
+    await csr.set_default(top, cfg(mode=rng.choice((1, 3)), fmt=1, kind=0, period=3, keep=2))
+    outstanding, spec = {}, {}
+    busy_r, busy_w = {}, set()
+    errs = []
+    events = dict(unsupported=0, rd_err=0, wr_err=0, poison=0)
+    issued = [0]
+    unsupported_req = [op for op in range(16) if op not in (0, 1, 2, 8, 9)]
+    unsupported_rwd = [op for op in range(16) if op not in (1, 2)]
+
+    def req_source():
+        if issued[0] >= N or rng.random() < 0.3:
+            return None
+        r = rng.random()
+        tag = top.tag()
+        if r < 0.1:
+            item = dict(kind="req", op=REQ_MEMSPECRD, addr=rng.choice(good), tag=tag)
+            spec[tag] = item
+            issued[0] += 1
+            return item
+        if r < 0.2:
+            item = dict(kind="req", op=rng.choice(unsupported_req), addr=rng.choice(good), tag=tag)
+            events["unsupported"] += 1
+        elif r < 0.3:
+            item = dict(kind="req", op=rng.choice((REQ_MEMRD, REQ_MEMRDDATA)),
+                        addr=rng.choice(bad_rd), tag=tag, poison=1)
+            events["rd_err"] += 1
+        elif r < 0.4:
+            item = dict(kind="req", op=rng.choice((REQ_MEMINV, REQ_MEMINVNT)),
+                        addr=rng.choice(good), tag=tag)
+        else:
+            a = rng.choice(good)
+            if a in busy_w:
+                return None
+            item = dict(kind="req", op=REQ_MEMRD, addr=a, tag=tag, line=a,
+                        exp=csr.expect(a, model[a])[0], poison=0)
+            busy_r[a] = busy_r.get(a, 0) + 1
+        issued[0] += 1
+        outstanding[tag] = item
+        return item
+
+    def rwd_source():
+        if issued[0] >= N or rng.random() < 0.4:
+            return None
+        r = rng.random()
+        tag = top.tag()
+        data = rand_line(rng)
+        if r < 0.15:
+            item = dict(kind="rwd", op=rng.choice((RWD_MEMWR, RWD_MEMWRPTL)), addr=rng.choice(good),
+                        tag=tag, data=data, be=(1 << LB) - 1, poison=1)
+            events["poison"] += 1
+        elif r < 0.3:
+            item = dict(kind="rwd", op=rng.choice(unsupported_rwd), addr=rng.choice(good),
+                        tag=tag, data=data, be=(1 << LB) - 1, poison=0)
+            events["unsupported"] += 1
+        elif r < 0.45:
+            item = dict(kind="rwd", op=RWD_MEMWR, addr=rng.choice(bad_wr), tag=tag, data=data,
+                        be=(1 << LB) - 1, poison=0)
+            events["wr_err"] += 1
+        else:
+            a = rng.choice(good)
+            if a in busy_w or busy_r.get(a):
+                return None
+            item = dict(kind="rwd", op=RWD_MEMWR, addr=a, tag=tag, data=data,
+                        be=(1 << LB) - 1, poison=0, line=a)
+            busy_w.add(a)
+        issued[0] += 1
+        outstanding[tag] = item
+        return item
+
+    def on_resp(rsp):
+        if rsp["tag"] in spec:
+            item = spec.pop(rsp["tag"])
+            return  # MemSpecRd: a response is not required; at most one tolerated
+        item = outstanding.pop(rsp["tag"], None)
+        if item is None:
+            errs.append(f"response {rsp} with unknown or already answered tag")
+            return
+        if item["kind"] == "req" and item["op"] in (REQ_MEMRD, REQ_MEMRDDATA):
+            if rsp["ch"] != "drs" or rsp["op"] != DRS_MEMDATA or rsp["poison"] != item["poison"]:
+                errs.append(f"read {item}: {rsp}")
+            elif not item["poison"]:
+                busy_r[item["line"]] -= 1
+                if rsp["data"] != item["exp"]:
+                    errs.append(f"read {item['addr']:#x}: {rsp['data']:#x}, expected {item['exp']:#x}")
+        else:
+            if rsp["ch"] != "ndr" or rsp["op"] != NDR_CMP:
+                errs.append(f"{item['kind']} op {item['op']:#x} poison {item.get('poison')}: {rsp}")
+            if item.get("line") is not None and item["kind"] == "rwd":
+                busy_w.discard(item["line"])
+                model[item["line"]] = item["data"]
+
+    top.on_resp = on_resp
+    top.ram.set_pause(rng, 0.25)
+    top.p_drs_ready, top.p_ndr_ready = 0.6, 0.6
+    top.req_source, top.rwd_source = req_source, rwd_source
+    for _ in range(60 * N):
+        if issued[0] >= N and not outstanding and top.req_cur is None and top.rwd_cur is None:
+            break
+        await RisingEdge(dut.clk)
+        if len(errs) > 10:
+            break
+    top.req_source = top.rwd_source = None
+    assert not errs, "\n".join(errs[:10])
+    assert not outstanding, f"{len(outstanding)} requests never answered"
+    top.ram.set_pause(rng, 0)
+    top.p_drs_ready = top.p_ndr_ready = 1.0
+    await top.quiet(40)
+    for a, v in model.items():
+        assert top.ram.line(a) == v, f"line {a:#x}: memory {top.ram.line(a):#x}, model {v:#x}"
+    st = await top.status()
+    exp_st = ((ST_UNSUPPORTED if events["unsupported"] else 0) | (ST_RD_ERR if events["rd_err"] else 0)
+              | (ST_WR_ERR if events["wr_err"] else 0) | (ST_POISON_DROP if events["poison"] else 0))
+    assert st == exp_st, f"STATUS {st:#x}, expected {exp_st:#x} ({events})"
+    n = await top.counter(CNT_ERRORS)
+    assert n == sum(events.values()), f"COUNTER 5 = {n}, expected {sum(events.values())} ({events})"
+
+
+@cocotb.test()
+async def phase_large_addresses(dut):
+    """phase = (line_index * E) mod P for large line indices (DEFAULT_CFG: BASE = 0; a
+    region with a large window), several periods including non-powers of two."""
+    top = await setup(dut, 17)
+    rng = top.rng
+    csr = CsrModel()
+    errs = []
+    all_ones = sum(((1 << W) - 1) << (i * W) for i in range(E))
+    addrs = sorted({rng.getrandbits(52) & ALIGN for _ in range(12)} |
+                   {(1 << 52) - LB, (1 << 32) - LB, 1 << 32, (1 << 40) + 7 * LB})
+    rbase = (0x3 << 36) + 5 * LB
+    rlimit = (1 << 52) - 3 * LB
+    raddrs = sorted({rbase, rbase + LB, rlimit - LB} |
+                    {(rng.randrange(rbase, rlimit)) & ALIGN for _ in range(8)})
+    for a in addrs + raddrs:
+        top.ram.set_line(a, all_ones if rng.random() < 0.5 else rand_line(rng))
+    for period, keep in ((13, 6), (7, 3), (11, 10), (15, 7), (6, 1), (9, 4)):
+        await csr.set_default(top, cfg(mode=3, fmt=0, kind=0, period=period, keep=keep))
+        if REGIONS:
+            await csr.set_region(top, 0, cfg(mode=3, fmt=1, kind=0, period=period, keep=keep,
+                                             enable=1), rbase, rlimit)
+        for a in addrs + (raddrs if REGIONS else []):
+            item, rsp = await top.read_line(a)
+            exp, _ = csr.expect(a, top.ram.line(a))
+            if rsp["data"] != exp:
+                v, base = csr.select(a)
+                errs.append(f"P={period} K={keep} addr {a:#x} (line_index {(a - base) // LB:#x}): "
+                            f"{rsp['data']:#x}, expected {exp:#x}")
+            if len(errs) > 8:
+                break
+    assert not errs, "\n".join(errs)
+
+
+@cocotb.test()
+async def config_captured_at_accept(dut):
+    """Reads held in flight (AXI R stalled, DRS not ready) keep the configuration of the
+    moment they were accepted, whatever CSR writes follow."""
+    top = await setup(dut, 18)
+    rng = top.rng
+    csr = CsrModel()
+    errs = []
+    a0 = 0x12000
+    lines = [a0 + LB * k for k in range(6)]
+    for a in lines:
+        top.ram.set_line(a, rand_line(rng))
+    if REGIONS:
+        await csr.set_region(top, 0, cfg(mode=3, fmt=2, kind=1, thresh=1, enable=1),
+                             a0 + 3 * LB, a0 + 6 * LB)
+    hold = [True]
+
+    def stall():
+        while True:
+            yield hold[0]
+    top.ram.read_if.r_channel.set_pause_generator(stall())
+    top.p_drs_ready = 0.0
+    configs = [cfg(mode=2, fmt=1), cfg(mode=3, fmt=0, kind=0, period=5, keep=2), cfg(mode=0)]
+    per = max(1, min(2, (MAX_OUT - 1) // len(configs)))
+    items = []
+    for k, v in enumerate(configs):
+        await csr.set_default(top, v)
+        if REGIONS and k == 1:
+            # move region 0's window and change its configuration too
+            await csr.set_region(top, 0, cfg(mode=1, enable=1), a0, a0 + 2 * LB)
+        batch = [top.req(REQ_MEMRD, lines[(k * per + j) % len(lines)]) for j in range(per)]
+        batch.append(top.req(REQ_MEMRD, lines[3 + k % 3]))
+        for _ in range(200):
+            if all("edge" in i for i in batch):
+                break
+            await RisingEdge(dut.clk)
+        assert all("edge" in i for i in batch), "reads not accepted while R is stalled"
+        for i in batch:
+            i["exp"] = csr.expect(i["addr"], top.ram.line(i["addr"]))[0]
+        items += batch
+    await csr.set_default(top, cfg(mode=1))
+    hold[0] = False
+    top.p_drs_ready = 1.0
+    rsps = await top.wait_resp(items)
+    top.ram.read_if.r_channel.set_pause_generator(None)
+    for i, r in zip(items, rsps):
+        if r["data"] != i["exp"]:
+            errs.append(f"read {i['addr']:#x} accepted at edge {i['edge']}: {r['data']:#x}, "
+                        f"expected {i['exp']:#x}")
+    assert not errs, "\n".join(errs)

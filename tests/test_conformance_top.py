@@ -29,6 +29,10 @@ TESTS = [
     "read_after_write",
     "devload_idle",
     "random_mixed_traffic",
+    "csr_write_applies_after_bvalid",
+    "random_mixed_with_errors",
+    "phase_large_addresses",
+    "config_captured_at_accept",
 ]
 
 # (line_bits, workers, stages, regions, max_outstanding, simulator, slow)
