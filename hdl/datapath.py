@@ -133,9 +133,25 @@ def _reduce(wire, columns, width):
     return Cat(*result)
 
 
-def _layer_shape(workers):
-    """Bits per column after the first full-adder layer of a W-bit popcount."""
-    return [len(col) for col in _compress_layer(lambda v: v, [[Const(0, 1)] * workers])]
+def _layer_shape(workers, layers):
+    """Bits per column after ``layers`` full-adder layers of a W-bit popcount."""
+    columns = [[Const(0, 1)] * workers]
+    for _ in range(layers):
+        columns = _compress_layer(lambda v: v, columns)
+    return [len(col) for col in columns]
+
+
+def _columns(flat, shape):
+    """Split a flat vector into columns of ``shape`` bits."""
+    columns, pos = [], 0
+    for n in shape:
+        columns.append([flat[pos + k] for k in range(n)])
+        pos += n
+    return columns
+
+
+def _flatten(columns):
+    return Cat(*(b for col in columns for b in col))
 
 
 class Datapath(wiring.Component):
@@ -295,20 +311,24 @@ class Datapath(wiring.Component):
             line["format"] = Cat(~fmt_margin & ~fmt_sign, fmt_margin, fmt_sign)
 
         if prof.has("gate_pattern_programmable"):
-            # Bit t: a lane at pattern position t is kept (t < K); all ones
-            # unless the PATTERN gate applies.  Each control group decodes
-            # its own copy of the fields, as the pattern table (step B)
-            # reads these bits in every group.
-            keep_bits = []
-            for keep, mode_c, kind_c in zip(rep.pop("keep"), rep.pop("mode"),
-                                            rep.pop("gate_kind")):
-                applies = mode_c == Mode.GTERNARY
-                if prof.has("gate_margin"):
-                    applies = applies & (kind_c == GateKind.PATTERN)
-                applies = self._wire(applies)
-                keep_bits.append(Cat((keep > t) | ~applies
-                                     for t in range(_FIELD_VALUES - 1)))
-            rep["pattern_keep"] = keep_bits
+            # Pattern table T[j] = (j mod P) < K, j = 0 .. E + 14, so that lane
+            # i's gate is T[i + phase].  Here: for each quarter q of the
+            # period range (P = 4q .. 4q + 3) the entry selected by P[1:0], a
+            # function of K and P[1:0] only; step B picks the quarter.  Each
+            # group decodes its own copy of K and P.
+            line["pattern_on"] = gate_pattern
+            quarters = []
+            for g in range(self.groups):
+                keep, period = rep["keep"][g], rep["period"][g]
+                entries = []
+                for j in self._table_entries(g):
+                    for q in range(4):
+                        options = [keep > (j % p if p else 0) for p in range(4 * q, 4 * q + 4)]
+                        entries.append(Cat(*options).bit_select(period[:2], 1))
+                quarters.append(Cat(*entries))
+            lane["pattern_quarter"] = quarters
+            rep.pop("keep")
+            rep["period_high"] = [period[2:] for period in rep.pop("period")]
             line["phase"] = phase
             self._spread(line, rep, "phase")
         else:
@@ -328,8 +348,7 @@ class Datapath(wiring.Component):
             bits = []
             for i in range(self._group_lanes):
                 x = self._lane(data, i, w)
-                layer = _compress_layer(self._wire, [[x[k] for k in range(w)]])
-                bits.append(Cat(*(b for col in layer for b in col)))
+                bits.append(_flatten(_compress_layer(self._wire, [[x[k] for k in range(w)]])))
             layers.append(Cat(*bits))
         lane["layer"] = layers
         return line, rep, lane
@@ -339,63 +358,53 @@ class Datapath(wiring.Component):
 
         |2c - W| >= T  <=>  d >= ceil(T/2).  The limit saturates to all ones
         (above every d, so nothing is kept) for T > W, and is 0 (everything
-        kept) unless the MARGIN gate applies.
+        kept) unless the MARGIN gate applies.  Each bit is a table lookup
+        on T, which maps to one LUT rather than a carry chain.
         """
         w = self.workers
         width = (w // 2 + 1).bit_length()
-        half_t = self._wire((threshold + 1) >> 1)
-        over = half_t > w // 2
-        value = half_t.as_unsigned()[:width] | over.replicate(width)
-        return value & gate_margin.replicate(width)
+        values = range(1 << len(threshold))
+        limit = [min((t + 1) // 2, (1 << width) - 1) if (t + 1) // 2 <= w // 2
+                 else (1 << width) - 1 for t in values]
+        bits = [Const(sum((limit[t] >> b & 1) << t for t in values), len(values))
+                .bit_select(threshold, 1) for b in range(width)]
+        return Cat(*bits) & gate_margin.replicate(width)
 
     def _step_b(self, line, rep, lane):
-        """Sign count c and distance d = |c - W/2|; the line's pattern table."""
-        w = self.workers
-        cw = self._count_bits
+        """Two more full-adder layers of each lane's popcount; pattern table."""
         gl = self._group_lanes
-        shape = _layer_shape(w)
-        layer_bits = sum(shape)
+        shape = _layer_shape(self.workers, 1)
         self._spread(line, rep, *(k for k in ("margin_limit", "format", "keep3", "zero3")
                                    if k in line))
-        counts, dists = [], []
+        partials = []
         for layer in lane.pop("layer"):
-            cs, ds = [], []
+            ps = []
             for i in range(gl):
-                flat = self._lane(layer, i, layer_bits)
-                columns, pos = [], 0
-                for n in shape:
-                    columns.append([flat[pos + k] for k in range(n)])
-                    pos += n
-                c = self._wire(_reduce(self._wire, columns, cw))
-                cs.append(c)
-                if "margin_limit" in rep:
-                    ds.append(self._distance(c))
-            counts.append(Cat(*cs))
-            if ds:
-                dists.append(Cat(*ds))
-        lane["count"] = counts
-        if dists:
-            lane["dist"] = dists
+                columns = _columns(self._lane(layer, i, sum(shape)), shape)
+                for _ in range(2):
+                    columns = _compress_layer(self._wire, columns)
+                ps.append(_flatten(columns))
+            partials.append(Cat(*ps))
+        lane["partial"] = partials
 
-        if "period" in rep:
-            # T[j] = (j mod P) < K for j = 0 .. E + 14, so that lane i's gate
-            # is T[i + phase].  Entry j sits in the group of lane min(j, E-1).
-            periods = rep.pop("period")
-            keeps = rep.pop("pattern_keep")
+        if "period_high" in rep:
+            high = rep.pop("period_high")
             tables = []
-            for g in range(self.groups):
-                cg = self._copy(g)
-                last = g == self.groups - 1
-                stop = self.lanes + _FIELD_VALUES - 1 if last else (g + 1) * gl
-                entries = []
-                for j in range(g * gl, stop):
-                    # P = 0 is invalid; it selects entry 0.
-                    options = [keeps[cg][0]] + [keeps[cg][j % p]
-                                                for p in range(1, _FIELD_VALUES)]
-                    entries.append(Cat(*options).bit_select(periods[cg], 1))
-                tables.append(Cat(*entries))
+            for g, quarters in enumerate(lane.pop("pattern_quarter")):
+                n = len(self._table_entries(g))
+                tables.append(Cat(self._lane(quarters, k, 4).bit_select(high[self._copy(g)], 1)
+                                  for k in range(n)))
             lane["pattern"] = tables
+        if "pattern_on" in line:
+            self._spread(line, rep, "pattern_on")
         return line, rep, lane
+
+    def _table_entries(self, g):
+        """Pattern-table entries that group ``g`` holds: those of its lanes,
+        and in the last group the 15 past the last lane."""
+        gl = self._group_lanes
+        last = g == self.groups - 1
+        return range(g * gl, self.lanes + _FIELD_VALUES - 1 if last else (g + 1) * gl)
 
     def _distance(self, c):
         """|c - W/2| for a count c in 0..W."""
@@ -437,21 +446,34 @@ class Datapath(wiring.Component):
         w = self.workers
         cw = self._count_bits
         gl = self._group_lanes
-        counts = lane.pop("count")
+        shape = _layer_shape(w, 3)
+        counts, dists = [], []
+        for partial in lane.pop("partial"):
+            cs = [self._wire(_reduce(self._wire, _columns(self._lane(partial, i, sum(shape)),
+                                                          shape), cw))
+                  for i in range(gl)]
+            counts.append(Cat(*cs))
+            if "margin_limit" in rep:
+                dists.append(Cat(*(self._distance(c) for c in cs)))
         keep3 = rep.pop("keep3", None)
-        zero3 = rep.pop("zero3", None)
         if keep3 is not None and "format" not in rep and "margin_limit" not in rep:
-            return self._paper_output(line, rep, lane, counts, zero3)
+            # Paper profile: the count now, the output lane in step D.
+            lane["count"] = counts
+            return line, rep, lane
+        rep.pop("zero3", None)
 
-        dists = lane.pop("dist", None)
+        dists = dists or None
         limits = rep.pop("margin_limit", None)
         tables = lane.pop("pattern", None)
         phases = rep.pop("phase", None)
+        pattern_on = rep.pop("pattern_on", None)
+        xform = rep["xform"]
         fmts = rep.get("format")
-        pattern_gates, margin_gates, values = [], [], []
+        pattern_gates, margin_zero, pattern_zero, values = [], [], [], []
         for g in range(self.groups):
             cg = self._copy(g)
-            pg, mg, vs = [], [], []
+            x = xform[cg]
+            pg, mz, pz, vs = [], [], [], []
             for i in range(gl):
                 index = g * gl + i
                 c = self._lane(counts[g], i, cw)
@@ -462,22 +484,26 @@ class Datapath(wiring.Component):
                     pg.append(keep3[cg][index % 3])
                 if dists is not None:
                     d = self._lane(dists[g], i, len(dists[g]) // gl)
-                    mg.append(d >= limits[cg])
+                    mz.append(x & (d < limits[cg]))
                 if fmts is not None:
                     vs.append(self._lane_value(c, fmts[cg]))
                 else:
                     vs.append(Cat(c, Const(0, w - cw)))
             pattern_gates.append(Cat(*pg))
-            if mg:
-                margin_gates.append(Cat(*mg))
+            if mz:
+                margin_zero.append(Cat(*mz))
+            if pattern_on is not None:
+                pattern_zero.append(x & pattern_on[cg])
             values.append(Cat(*vs))
         lane["pattern_gate"] = pattern_gates
-        if margin_gates:
-            lane["margin_gate"] = margin_gates
+        if margin_zero:
+            lane["margin_zero"] = margin_zero
+        if pattern_zero:
+            rep["pattern_zero"] = pattern_zero
         lane["value"] = values
         return line, rep, lane
 
-    def _paper_output(self, line, rep, lane, counts, zero3):
+    def _paper_output(self, line, rep, lane):
         """Whole output lane when the only gate is the fixed 2-of-3 pattern
         and the only format is COUNT (the paper profile).
 
@@ -491,6 +517,8 @@ class Datapath(wiring.Component):
         gl = self._group_lanes
         h = self._half_bit
         xform = rep.pop("xform")
+        zero3 = rep.pop("zero3")
+        counts = lane.pop("count")
         out = []
         for g, data in enumerate(lane.pop("data")):
             cg = self._copy(g)
@@ -509,22 +537,22 @@ class Datapath(wiring.Component):
                         conds.append(zero)
                         const |= int(j == h) << (i * w + j)
             out.append(_Gated(Cat(*values), conds, const))
-        lane["out"] = out
+        lane["data"] = out
         return line, rep, lane
 
     def _step_d(self, line, rep, lane):
         """Gate the lane values; identity lines pass unchanged."""
-        if "out" in lane:
-            lane["data"] = lane.pop("out")
-            return line, rep, lane
+        if "count" in lane:
+            return self._paper_output(line, rep, lane)
         w = self.workers
         gl = self._group_lanes
         h = self._half_bit
         xform = rep.pop("xform")
         fmts = rep.pop("format", None)
+        pattern_zero = rep.pop("pattern_zero", None)
         values = lane.pop("value")
         pattern_gates = lane.pop("pattern_gate")
-        margin_gates = lane.pop("margin_gate", None)
+        margin_zero = lane.pop("margin_zero", None)
         out = []
         for g, data in enumerate(lane.pop("data")):
             cg = self._copy(g)
@@ -533,10 +561,17 @@ class Datapath(wiring.Component):
             gated_half = fmts[cg][0] if fmts is not None else Const(1)
             lanes = []
             for i in range(gl):
-                kept = pattern_gates[g][i]
-                if margin_gates is not None:
-                    kept = kept & margin_gates[g][i]
-                zero = self._wire(x & ~kept)
+                # The pattern gate zeroes where it applies (``pattern_zero``:
+                # a transformed G-Ternary PATTERN line, or for the fixed
+                # gate folded into the gate bit already), the margin gate
+                # where its lane says so.
+                if pattern_zero is not None:
+                    zero = pattern_zero[g] & ~pattern_gates[g][i]
+                else:
+                    zero = x & ~pattern_gates[g][i]
+                if margin_zero is not None:
+                    zero = zero | margin_zero[g][i]
+                zero = self._wire(zero)
                 v = self._lane(values[g], i, w)
                 raw = self._lane(data, i, w)
                 bits = []
@@ -606,8 +641,7 @@ class Datapath(wiring.Component):
         rep = {}
         if self.profile.has("gate_pattern_programmable"):
             # The pattern table needs these in every control group by step B.
-            for name, port in (("period", self.in_gate_period), ("keep", self.in_gate_keep),
-                               ("mode", self.in_mode), ("gate_kind", self.in_gate_kind)):
+            for name, port in (("period", self.in_gate_period), ("keep", self.in_gate_keep)):
                 rep[name] = [port] * self.control_groups
         lane = {"data": [self.in_data[g * REPLICA_BITS:(g + 1) * REPLICA_BITS]
                          for g in range(groups)]}
