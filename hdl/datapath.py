@@ -5,14 +5,15 @@ Structure
 The read transform is split into four combinational steps; pipeline
 registers sit on the boundaries between them::
 
-    boundary 0 | A: decode the line's controls; first full-adder layer of
-               |    each lane's popcount; pattern-gate bits t < K
-    boundary 1 | B: sign count c and distance d = |c - W/2| of each lane;
-               |    pattern table T[j] = (j mod P) < K for the line
-    boundary 2 | C: pattern gate of each lane (T shifted by the phase),
-               |    margin gate d >= ceil(T/2), lane value by format
-               |    (paper profile: the whole output lane)
-    boundary 3 | D: gate the lane value, identity pass-through
+    boundary 0 | A: decode the line's controls (G-Ternary gate, format,
+               |    margin limit ceil(T/2)); first full-adder layer of each
+               |    lane's popcount; pattern-table entries per period quarter
+    boundary 1 | B: two more full-adder layers of each popcount; pattern
+               |    table T[j] = (j mod P) < K
+    boundary 2 | C: final add, sign count c of each lane; full profile: the
+               |    pattern gate T[i + phase], the margin gate
+               |    |c - W/2| >= ceil(T/2) and the lane value by format
+    boundary 3 | D: gated output lane, identity pass-through
     boundary 4 | (output register, always present)
 
 ``STAGES`` registers are spread over the boundaries by :data:`PLACEMENT`,
@@ -20,29 +21,27 @@ so that STAGES = 1 is one register between input and output and each
 extra stage shortens the longest step.  Past five stages the extra
 registers go on boundary 0 (input side), where they cost only latency.
 
-No net that a step reads fans out over the whole line:
-
+Timing structure
+----------------
+* **Stall.**  Every register's clock enable is ``out_ready`` itself: the
+  whole pipeline moves when the consumer takes (or could take) a line and
+  holds otherwise, with no logic between the port and the enables.
+  ``in_ready`` is ``out_ready`` once the first clock edge out of reset has
+  passed.  (Bubbles are not squeezed out while ``out_ready`` is low; the
+  contract does not ask for it.)
 * **Replicated control.**  The line is cut into groups of
-  :data:`REPLICA_BITS` bits.  Every per-line control that lanes read
-  (identity/transform select, format, gate bits and thresholds, pattern
-  period and phase) is registered once per group, so each copy drives one
-  group.
-* **Replicated clock enable.**  Stalls use one clock enable per group,
-  ``en[g] = out_ready | ~out_valid[g]``, where ``out_valid[g]`` is the
-  group's own copy of the output valid bit.  All copies hold the same
-  value, so the pipeline behaves as with one global enable: a full
-  pipeline advances while the consumer takes its output, and bubbles are
-  squeezed out while it does not.  Each copy closes a loop through its own
-  enable, which keeps synthesis from merging the copies (a ``keep``
-  attribute on a register does not).
-* **Set/reset only from group copies.**  Only the valid bits have a reset
-  and data registers are reset-less.  Where a lane takes a constant under
-  a condition (a gated lane, the zero high bits of a COUNT lane), the
-  condition is left for synthesis to fold into the output flip-flops'
-  synchronous set/reset; the condition is a per-group copy or a per-lane
-  signal, so no set/reset net fans out beyond one group.
-
-``in_ready`` is ``en[0]`` once the first clock edge out of reset has passed.
+  :data:`REPLICA_BITS` bits.  Every per-line control that lanes read is
+  registered once per group, so each copy drives one group; copies are made
+  only from register outputs, so the long wire to each copy carries no
+  logic.  The copies of a group are enabled by ``out_ready`` or a per-group
+  register that stays 0, which keeps synthesis from merging them (a
+  ``keep`` attribute on a register does not stop Yosys's ``opt_merge``).
+* **Set/reset.**  Only the valid bits have a reset; data registers are
+  reset-less.  In the paper profile a gated lane reads the constant W/2;
+  the count bits' output flip-flops take it by their synchronous
+  set/reset, driven by ``gated & out_ready`` from the group's own control
+  copy (at most 16 flip-flops per net), with the reset over the enable as
+  ECP5 flip-flops implement it.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -334,14 +333,16 @@ class Datapath(wiring.Component):
         else:
             # The paper's fixed 2-of-3 gate: lane i is kept iff
             # (phase + i) mod 3 < 2, so three bits serve the whole line.
-            kept = []
+            # ``drop3`` depends on the phase alone (one LUT each); whether
+            # the gate applies at all travels separately as ``pattern_on``.
+            drop = []
             for residue in range(3):
                 table = sum(1 << ph for ph in range(_FIELD_VALUES)
-                            if (ph + residue) % 3 < 2)
-                kept.append(self._wire(Const(table, _FIELD_VALUES).bit_select(phase, 1)
-                                       | ~gate_pattern))
-            line["keep3"] = Cat(*kept)
-            line["zero3"] = Cat(*(mode[1] & ~k for k in kept))
+                            if (ph + residue) % 3 >= 2)
+                drop.append(self._wire(Const(table, _FIELD_VALUES).bit_select(phase, 1)))
+            line["drop3"] = Cat(*drop)
+            line["keep3"] = Cat(*(~d | ~gate_pattern for d in drop))
+            line["pattern_on"] = gate_pattern
 
         layers = []
         for data in lane["data"]:
@@ -374,7 +375,7 @@ class Datapath(wiring.Component):
         """Two more full-adder layers of each lane's popcount; pattern table."""
         gl = self._group_lanes
         shape = _layer_shape(self.workers, 1)
-        self._spread(line, rep, *(k for k in ("margin_limit", "format", "keep3", "zero3")
+        self._spread(line, rep, *(k for k in ("margin_limit", "format", "keep3", "drop3")
                                    if k in line))
         partials = []
         for layer in lane.pop("layer"):
@@ -460,7 +461,7 @@ class Datapath(wiring.Component):
             # Paper profile: the count now, the output lane in step D.
             lane["count"] = counts
             return line, rep, lane
-        rep.pop("zero3", None)
+        rep.pop("drop3", None)
 
         dists = dists or None
         limits = rep.pop("margin_limit", None)
@@ -507,31 +508,36 @@ class Datapath(wiring.Component):
         """Whole output lane when the only gate is the fixed 2-of-3 pattern
         and the only format is COUNT (the paper profile).
 
-        A gated lane (``zero3``: transformed and not kept) reads W/2, and an
-        identity line has zeros above the count bits: both are constants
-        under a condition, which synthesis folds into the flip-flops'
-        synchronous set/reset, driven by the group's own control copies.
+        A gated lane (a G-Ternary lane the pattern drops) reads W/2: a
+        constant under a condition, which the count bits' flip-flops take
+        by their synchronous set/reset, driven by the group's own control
+        copies.  The bits above the count are the raw bits of identity
+        lines and 0 otherwise.
         """
         w = self.workers
         cw = self._count_bits
         gl = self._group_lanes
         h = self._half_bit
         xform = rep.pop("xform")
-        zero3 = rep.pop("zero3")
+        drop3 = rep.pop("drop3")
+        pattern_on = rep.pop("pattern_on")
         counts = lane.pop("count")
         out = []
         for g, data in enumerate(lane.pop("data")):
             cg = self._copy(g)
             x = xform[cg]
+            gated = [self._wire(pattern_on[cg] & d) for d in drop3[cg]]
             values, conds, const = [], [], 0
             for i in range(gl):
-                zero = zero3[cg][(g * gl + i) % 3]
+                zero = gated[(g * gl + i) % 3]
                 c = self._lane(counts[g], i, cw)
                 raw = self._lane(data, i, w)
                 for j in range(w):
                     if j >= cw:
-                        values.append(raw[j])
-                        conds.append(x)
+                        # Plain logic: a set/reset here would be one more
+                        # LSR net per group, on the slowest paths.
+                        values.append(raw[j] & ~x)
+                        conds.append(None)
                     else:
                         values.append(Mux(x, c[j], raw[j]))
                         conds.append(zero)
