@@ -617,7 +617,10 @@ class Datapath(wiring.Component):
         reset_en = {}
 
         def register(value, name, enable=en):
-            reg = Signal(len(value), name=name, reset_less=True)
+            # A flip-flop set under a condition starts at 1 too: an ECP5
+            # flip-flop's initial value is its set/reset value.
+            init = value.const if isinstance(value, _Gated) else 0
+            reg = Signal(len(value), name=name, reset_less=True, init=init)
             if not isinstance(value, _Gated):
                 with m.If(enable):
                     m.d.sync += reg.eq(value)

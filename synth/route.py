@@ -53,7 +53,8 @@ def ecp5_netlist(config, vfile, ecfg, version):
     return path, stats, key
 
 
-def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, smoke):
+def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, smoke,
+                    cached_only=False):
     args = [ecfg["device"], "--package", ecfg["package"], "--speed", str(ecfg["speed"]),
             "--out-of-context", "--freq", str(ecfg["freq_mhz"]), "--seed", str(seed),
             "--timing-allow-fail"]
@@ -79,6 +80,8 @@ def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, s
                     critical_path=critical_summary(crit),
                     effort="smoke" if smoke else "full", tool=version)
 
+    if cached_only and not (flowlib.CACHE / "route" / f"{key}.json").exists():
+        return None, "not run (--cached-only)"
     row, hit = flowlib.cached("route", key, compute)
     return row, f"{row['fmax_mhz']:.1f} MHz" + (" (cached)" if hit else "")
 
@@ -121,6 +124,8 @@ def main(argv=None):
     p.add_argument("--smoke", action="store_true",
                    help="one seed, no timing-driven placement (smoke test)")
     p.add_argument("--out", default="route", help="report stem under build/reports")
+    p.add_argument("--cached-only", action="store_true",
+                   help="report the routes already in the cache, run none")
     args = p.parse_args(argv)
 
     cfg = flowlib.settings()
@@ -140,18 +145,21 @@ def main(argv=None):
     vfiles = flowlib.verilog_files(configs, args.jobs)
 
     # ECP5 synthesis first (one per configuration), then every seed.
+    # (--cached-only still needs the netlist keys: synth_ecp5 is cached too.)
     nets = flowlib.run_parallel(
         [(c.name, lambda c=c: (ecp5_netlist(c, vfiles[c], ecfg, ys_version), "synth_ecp5"))
          for c in configs], args.jobs, "synth_ecp5")
-    # Largest designs first, so that the slowest runs do not start last.
+    # The width sweep (the targets) first, largest designs first within it,
+    # so that the slowest runs do not start last.
     order = sorted(((c, s, n) for c, n in zip(configs, nets) for s in seeds),
-                   key=lambda t: -t[0].line_bits)
+                   key=lambda t: (t[0].stages != sw["width_stages"], -t[0].line_bits, t[1]))
     tasks = [(f"{c.name} seed {s}",
-              lambda c=c, s=s, n=n: place_and_route(c, s, *n, ecfg, pnr_version, args.smoke))
+              lambda c=c, s=s, n=n: place_and_route(c, s, *n, ecfg, pnr_version, args.smoke,
+                                                    args.cached_only))
              for c, s, n in order]
     rows = flowlib.run_parallel(tasks, args.jobs, "route")
-    index = {(c, s): r for (c, s, _), r in zip(order, rows)}
-    rows = [index[(c, s)] for c in configs for s in seeds]
+    index = {(c, s): r for (c, s, _), r in zip(order, rows) if r is not None}
+    rows = [index[(c, s)] for c in configs for s in seeds if (c, s) in index]
 
     notes = [f"nextpnr-ecp5 {ecfg['device']} --package {ecfg['package']} --speed "
              f"{ecfg['speed']} --out-of-context --freq {ecfg['freq_mhz']} "
