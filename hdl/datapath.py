@@ -40,8 +40,8 @@ Timing structure
   reset-less.  In the paper profile a gated lane reads the constant W/2;
   the count bits' output flip-flops take it by their synchronous
   set/reset, driven by ``gated & out_ready`` from the group's own control
-  copy (at most 16 flip-flops per net), with the reset over the enable as
-  ECP5 flip-flops implement it.
+  copies (one net per lane), with the reset over the enable as ECP5
+  flip-flops implement it.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -526,10 +526,10 @@ class Datapath(wiring.Component):
         for g, data in enumerate(lane.pop("data")):
             cg = self._copy(g)
             x = xform[cg]
-            gated = [self._wire(pattern_on[cg] & d) for d in drop3[cg]]
             values, conds, const = [], [], 0
             for i in range(gl):
-                zero = gated[(g * gl + i) % 3]
+                # One condition per lane keeps each set/reset net short.
+                zero = self._wire(pattern_on[cg] & drop3[cg][(g * gl + i) % 3])
                 c = self._lane(counts[g], i, cw)
                 raw = self._lane(data, i, w)
                 for j in range(w):
