@@ -140,6 +140,8 @@ def run_module_once(*, name, export_kwargs, toplevel, sources, test_module,
             sys.path.insert(0, str(SIM))
             from toolchain import verilator_env
             os.environ.update(verilator_env())
+            # the benches are bound by Python, not by the model: compile C++ fast
+            os.environ["MAKEFLAGS"] += " OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
         if str(SIM) not in sys.path:
             sys.path.insert(0, str(SIM))
         runner = get_runner(simulator)

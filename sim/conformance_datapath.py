@@ -333,3 +333,43 @@ async def reset_mid_stream(dut):
         assert ir == 1, f"in_ready low at edge {b.edge} after reset"
     lines = [Line(rand_data(rng), 0x7100 + k, **rand_valid_fields(rng)) for k in range(20)]
     await b.stream(lines, rng, hold_ready_high=True, check_latency=True)
+
+
+@cocotb.test()
+async def out_valid_does_not_wait_for_out_ready(dut):
+    """A line already accepted reaches the output and raises out_valid while out_ready is
+    held low: the output side is a valid/ready handshake, so out_valid must not wait for
+    out_ready (a consumer may wait for out_valid before raising out_ready)."""
+    rng = random.Random(SEED * 11 + 6)
+    b = Bench(dut)
+    await b.reset()
+    for n_lines in (1, min(STAGES, 3)):
+        lines = [Line(rand_data(rng), 0x7200 + n_lines * 16 + k, **rand_valid_fields(rng))
+                 for k in range(n_lines)]
+        accepted = []
+        for ln in lines:
+            ir, _, _ = await b.step(ln, 1)
+            assert ir == 1
+            accepted.append(b.edge)
+        # out_ready low from now on; the consumer waits for out_valid
+        seen = None
+        for _ in range(STAGES + 6):
+            _, ov, _ = await b.step(None, 0)
+            if ov:
+                seen = b.edge
+                break
+        assert seen is not None, (
+            f"{n_lines} line(s) accepted at edges {accepted}; out_valid still low "
+            f"{STAGES + 6} cycles later with out_ready low")
+        assert seen <= accepted[0] + STAGES, (
+            f"line accepted at edge {accepted[0]} presented out_valid only at edge {seen} "
+            f"with out_ready low")
+        # now drain and check the values
+        got = []
+        for _ in range(4 * STAGES + 10):
+            _, ov, out = await b.step(None, 1)
+            if out is not None:
+                got.append(out)
+            if len(got) == len(lines):
+                break
+        assert [(d, t) for d, t in got] == [(ln.expected(), ln.tag) for ln in lines]
