@@ -89,12 +89,9 @@ class _Gated:
     def __len__(self):
         return len(self.value)
 
-    def plain(self):
-        return Cat(bit if c is None else Mux(c, self.const >> b & 1, bit)
-                   for b, (bit, c) in enumerate(zip(self.value, self.cond)))
-
 
 def _full_adder(wire, a, b, c):
+    """Sum and carry of three bits; the carry as a mux on the half sum."""
     s = wire(a ^ b)
     return wire(s ^ c), wire(Mux(s, c, a))
 
@@ -280,8 +277,8 @@ class Datapath(wiring.Component):
     # -- the four steps --------------------------------------------------------
     #
     # Each step maps a bundle to a bundle: ``line`` holds single per-line
-    # signals, ``rep`` per-line signals with one copy per control group, and
-    # ``lane`` one vector per enable group.
+    # signals, ``rep`` per-line signals with one copy per group, and
+    # ``lane`` one vector per group.
 
     def _step_a(self, line, rep, lane):
         """Decode the controls; first adder layer; pattern-gate bits."""
