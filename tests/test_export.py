@@ -1,0 +1,95 @@
+"""The Verilog export: command line, errors, and the port list of SPEC
+section 3 for every parameter set."""
+
+import itertools
+import re
+import subprocess
+import sys
+import pathlib
+
+import pytest
+
+from neuron_fabric.params import LINE_BITS_CHOICES, PROFILES, WORKERS_CHOICES
+
+EXPORT = pathlib.Path(sys.executable).parent / "neuron-fabric-export"
+
+
+def spec_ports(line_bits):
+    """SPEC section 3, typed from the SPEC text: name -> (direction, width)."""
+    return {
+        "clk": ("input", 1), "rst": ("input", 1),
+        "in_valid": ("input", 1), "in_ready": ("output", 1),
+        "in_data": ("input", line_bits), "in_tag": ("input", 16),
+        "in_mode": ("input", 2), "in_format": ("input", 2), "in_gate_kind": ("input", 1),
+        "in_gate_period": ("input", 4), "in_gate_keep": ("input", 4),
+        "in_gate_threshold": ("input", 5), "in_gate_phase": ("input", 4),
+        "out_valid": ("output", 1), "out_ready": ("input", 1),
+        "out_data": ("output", line_bits), "out_tag": ("output", 16),
+    }
+
+
+_MODULE = re.compile(r"^module\s+\\?([\w.$]+)\s*\(([^;]*)\);", re.M)
+_DECL = re.compile(r"^\s*(input|output)\s+(?:wire\s+|reg\s+)?(?:\[(\d+):(\d+)\]\s*)?\\?(\w+)\s*;",
+                   re.M)
+
+
+def module_ports(text, module):
+    """Ports of ``module`` in Verilog ``text``: name -> (direction, width)."""
+    headers = {m.group(1): m for m in _MODULE.finditer(text)}
+    assert module in headers, f"no module {module}; found {sorted(headers)}"
+    header = headers[module]
+    body = text[header.end():text.index("endmodule", header.end())]
+    names = [n.strip().lstrip("\\") for n in header.group(2).split(",")]
+    ports = {}
+    for direction, msb, lsb, name in _DECL.findall(body):
+        assert lsb in ("", "0"), f"{name}: range [{msb}:{lsb}]"
+        ports[name] = (direction, int(msb) + 1 if msb else 1)
+    assert sorted(names) == sorted(ports), (names, sorted(ports))
+    return ports
+
+
+def test_help():
+    proc = subprocess.run([str(EXPORT), "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    for option in ("--line-bits", "--workers", "--stages", "--profile", "--out-dir"):
+        assert option in proc.stdout
+
+
+@pytest.mark.parametrize("args,quoted", [
+    (["--line-bits", "100"], "100"),
+    (["--workers", "5"], "5"),
+    (["--stages", "0"], "0"),
+    (["--stages", "9"], "9"),
+    (["--profile", "tiny"], "tiny"),
+    (["--line-bits", "wide"], "wide"),
+])
+def test_bad_parameters_exit_2(tmp_path, args, quoted):
+    proc = subprocess.run([str(EXPORT), *args, "--out-dir", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "error" in proc.stderr and quoted in proc.stderr
+    assert not list(tmp_path.iterdir()), "nothing may be written on error"
+
+
+def test_cli_writes_the_datapath(tmp_path):
+    proc = subprocess.run([str(EXPORT), "--line-bits", "64", "--workers", "4", "--stages", "1",
+                           "--out-dir", str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "neuron_fabric_datapath.v").read_text()
+    assert module_ports(text, "neuron_fabric_datapath") == spec_ports(64)
+
+
+QUICK = [(64, 4, 1, "full"), (512, 8, 5, "full"), (512, 8, 5, "paper"), (1024, 16, 8, "full")]
+SWEEP = sorted(
+    {(lb, w, 5, "full") for lb, w in itertools.product(LINE_BITS_CHOICES, WORKERS_CHOICES)}
+    | {(512, 8, s, "full") for s in range(1, 9)}
+    | {(lb, w, 5, "paper") for lb, w in itertools.product(LINE_BITS_CHOICES, WORKERS_CHOICES)}
+    - set(QUICK))
+assert set(PROFILES) == {"full", "paper"}
+
+
+@pytest.mark.parametrize("line_bits,workers,stages,profile", QUICK + [
+    pytest.param(*params, marks=pytest.mark.slow) for params in SWEEP])
+def test_ports_match_spec(export_datapath, line_bits, workers, stages, profile):
+    text = export_datapath(line_bits, workers, stages, profile).read_text()
+    assert module_ports(text, "neuron_fabric_datapath") == spec_ports(line_bits)
