@@ -23,23 +23,24 @@ registers go on boundary 0 (input side), where they cost only latency.
 
 Timing structure
 ----------------
-* **Stall.**  Every register's clock enable is ``out_ready`` itself: the
-  whole pipeline moves when the consumer takes (or could take) a line and
-  holds otherwise, with no logic between the port and the enables.
-  ``in_ready`` is ``out_ready`` once the first clock edge out of reset has
-  passed.  (Bubbles are not squeezed out while ``out_ready`` is low; the
-  contract does not ask for it.)
+* **Stall.**  The pipeline moves when the consumer takes a line or the
+  output register is empty (``out_ready | ~out_valid``), so bubbles are
+  squeezed out and ``out_valid`` never waits for ``out_ready``.  The enable
+  is computed once per group from the group's own copy of the output valid
+  bit (each group keeps its own valid chain), so each enable net drives
+  one group's flip-flops.  ``in_ready`` is the per-line copy of the enable
+  once the first clock edge out of reset has passed.
 * **Replicated control.**  The line is cut into groups of
   :data:`REPLICA_BITS` bits.  Every per-line control that lanes read is
   registered once per group, so each copy drives one group; copies are made
   only from register outputs, so the long wire to each copy carries no
-  logic.  The copies of a group are enabled by ``out_ready`` or a per-group
-  register that stays 0, which keeps synthesis from merging them (a
-  ``keep`` attribute on a register does not stop Yosys's ``opt_merge``).
+  logic.  The copies are enabled by their group's enable, which keeps
+  synthesis from merging them (a ``keep`` attribute on a register does not
+  stop Yosys's ``opt_merge``).
 * **Set/reset.**  Only the valid bits have a reset; data registers are
   reset-less.  In the paper profile a gated lane reads the constant W/2;
   the count bits' output flip-flops take it by their synchronous
-  set/reset, driven by ``gated & out_ready`` from the group's own control
+  set/reset, driven by ``gated & en[g]`` from the group's own control
   copies (one net per lane), with the reset over the enable as ECP5
   flip-flops implement it.
 """
@@ -594,43 +595,43 @@ class Datapath(wiring.Component):
         m = self._module = Module()
         groups = self.groups
 
-        # A line moves on whenever the consumer is ready: every register's
-        # clock enable is ``out_ready``, with no logic in between.
-        en = self.out_ready
-        live = Signal()           # high from the first clock edge out of reset
-        m.d.sync += live.eq(1)
-        m.d.comb += self.in_ready.eq(en & live)
-
-        # The control copies of group g are enabled by ``out_ready | barrier[g]``.
-        # barrier[g] is 0 from reset on (it only ever loads 0), but no
-        # combinational optimisation can tell, so synthesis keeps one copy per
-        # group instead of merging them back into one register.
-        copy_en = []
-        for g in range(groups):
-            barrier = Signal(name=f"copy_barrier_{g}")
-            m.d.sync += barrier.eq(barrier & self.in_data[g * REPLICA_BITS])
-            copy_en.append(self._wire(en | barrier))
+        # One clock enable per group, ``en[g] = out_ready | ~out_valid[g]``,
+        # and copy ``groups`` for the per-line registers.  Each copy has its
+        # own valid chain and "live" bit (high from the first clock edge out
+        # of reset); all copies hold the same values.  Each enable closes a
+        # loop through its own valid copy, so synthesis keeps the copies (and
+        # the control copies they enable) apart.
+        copies = groups + 1
+        line_en = groups
+        out_valid = [Signal(name=f"out_valid_{g}") for g in range(copies)]
+        en = [Signal(name=f"en_{g}") for g in range(copies)]
+        live = [Signal(name=f"live_{g}") for g in range(copies)]
+        for g in range(copies):
+            m.d.comb += en[g].eq(self.out_ready | ~out_valid[g])
+            with m.If(en[g]):
+                m.d.sync += live[g].eq(1)
+        m.d.comb += self.in_ready.eq(en[line_en] & live[line_en])
 
         reset_en = {}
 
-        def register(value, name, enable=en):
+        def register(value, name, g):
             # A flip-flop set under a condition starts at 1 too: an ECP5
             # flip-flop's initial value is its set/reset value.
             init = value.const if isinstance(value, _Gated) else 0
             reg = Signal(len(value), name=name, reset_less=True, init=init)
             if not isinstance(value, _Gated):
-                with m.If(enable):
+                with m.If(en[g]):
                     m.d.sync += reg.eq(value)
                 return reg
             for b, (bit, cond) in enumerate(zip(value.value, value.cond)):
                 if cond is None:
-                    with m.If(en):
+                    with m.If(en[g]):
                         m.d.sync += reg[b].eq(bit)
                     continue
-                if id(cond) not in reset_en:
-                    reset_en[id(cond)] = self._wire(cond & en)
-                m.d.sync += reg[b].eq(Mux(reset_en[id(cond)], value.const >> b & 1,
-                                          Mux(en, bit, reg[b])))
+                if (id(cond), g) not in reset_en:
+                    reset_en[id(cond), g] = self._wire(cond & en[g])
+                m.d.sync += reg[b].eq(Mux(reset_en[id(cond), g], value.const >> b & 1,
+                                          Mux(en[g], bit, reg[b])))
             return reg
 
         def wire(value):
@@ -638,7 +639,7 @@ class Datapath(wiring.Component):
                 return _Gated(self._wire(value.value), value.cond, value.const)
             return self._wire(value)
 
-        valid = self.in_valid & live
+        valid = [self.in_valid & live[g] for g in range(copies)]
         line = {
             "tag": self.in_tag, "mode": self.in_mode, "format": self.in_format,
             "gate_kind": self.in_gate_kind, "threshold": self.in_gate_threshold,
@@ -655,14 +656,17 @@ class Datapath(wiring.Component):
         index = 0
         for boundary, count in enumerate(PLACEMENT[self.stages]):
             for _ in range(count):
-                valid_q = Signal(name=f"s{index}_valid")
-                with m.If(en):
-                    m.d.sync += valid_q.eq(valid)
+                last = index == self.stages - 1
+                valid_q = out_valid if last else \
+                    [Signal(name=f"s{index}_valid_{g}") for g in range(copies)]
+                for g in range(copies):
+                    with m.If(en[g]):
+                        m.d.sync += valid_q[g].eq(valid[g])
                 valid = valid_q
-                line = {k: register(v, f"s{index}_{k}") for k, v in line.items()}
-                rep = {k: [register(v, f"s{index}_{k}_r{c}", copy_en[c])
-                           for c, v in enumerate(vs)] for k, vs in rep.items()}
-                lane = {k: [register(v, f"s{index}_{k}_g{g}") for g, v in enumerate(vs)]
+                line = {k: register(v, f"s{index}_{k}", line_en) for k, v in line.items()}
+                rep = {k: [register(v, f"s{index}_{k}_r{c}", c) for c, v in enumerate(vs)]
+                       for k, vs in rep.items()}
+                lane = {k: [register(v, f"s{index}_{k}_g{g}", g) for g, v in enumerate(vs)]
                         for k, vs in lane.items()}
                 index += 1
             if boundary < len(steps):
@@ -675,7 +679,7 @@ class Datapath(wiring.Component):
             and set(lane) == {"data"}, (sorted(line), sorted(rep), sorted(lane))
 
         m.d.comb += [
-            self.out_valid.eq(valid),
+            self.out_valid.eq(valid[line_en]),
             self.out_data.eq(Cat(*lane["data"])),
             self.out_tag.eq(line["tag"]),
         ]
