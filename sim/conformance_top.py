@@ -1425,3 +1425,41 @@ async def config_captured_at_accept(dut):
             errs.append(f"read {i['addr']:#x} accepted at edge {i['edge']}: {r['data']:#x}, "
                         f"expected {i['exp']:#x}")
     assert not errs, "\n".join(errs)
+
+
+@cocotb.test()
+async def devload_full_table(dut):
+    """With AXI R stalled, requests pile up: no more than MAX_OUTSTANDING AXI reads are
+    outstanding, and once MAX_OUTSTANDING reads or more are accepted and unanswered the
+    table is full and both devload outputs read 3 (severe); all are answered once R flows
+    again, and devload returns to 0."""
+    top = await setup(dut, 19)
+    hold = [True]
+
+    def stall():
+        while True:
+            yield hold[0]
+    top.ram.read_if.r_channel.set_pause_generator(stall())
+    items = [top.req(REQ_MEMRD, 0x13000 + LB * k) for k in range(2 * MAX_OUT + 4)]
+    await top.cycles(100)
+    n_acc = sum(1 for i in items if "edge" in i)
+    last = top.devload_log[-1]
+    top.dut._log.info("devload_full_table: %d reads accepted with R stalled, %d AXI reads "
+                      "issued, devload %s", n_acc, len(top.ar), last[1:])
+    assert len(top.ar) <= MAX_OUT, (
+        f"{len(top.ar)} AXI reads outstanding with MAX_OUTSTANDING = {MAX_OUT}")
+    assert n_acc >= 1
+    if n_acc >= MAX_OUT:
+        assert last[1] == 3 and last[2] == 3, (
+            f"{n_acc} reads accepted and unanswered (MAX_OUTSTANDING {MAX_OUT}): devload "
+            f"DRS {last[1]}, NDR {last[2]}, expected 3 (severe, full)")
+    hold[0] = False
+    await top.wait_resp(items)
+    top.ram.read_if.r_channel.set_pause_generator(None)
+    await top.cycles(10)
+    mark = top.edge
+    await top.cycles(10)
+    bad = [(e, d0, d1) for e, d0, d1 in top.devload_log if e > mark and (d0 or d1)]
+    assert not bad, f"devload non-zero after the table drained: {bad[:5]}"
+    for i in items:
+        assert len(top.responses(i["tag"])) == 1, f"tag {i['tag']:#x}: not exactly one response"

@@ -33,6 +33,7 @@ TESTS = [
     "random_mixed_with_errors",
     "phase_large_addresses",
     "config_captured_at_accept",
+    "devload_full_table",
 ]
 
 # (line_bits, workers, stages, regions, max_outstanding, simulator, slow)
@@ -42,19 +43,9 @@ CONFIGS = [
     (512, 8, 5, 3, 16, "verilator", True),
 ]
 
-# Departures from the contract found by this bench.
-_LOWBIT_READ_HANG = (
-    "SPEC 4.2 'Every accepted request that needs a response gets exactly one' / 4.3: "
-    "an IDENTITY, GBINARY or GTERNARY read is never answered (AXI R is taken, no DRS "
-    "follows) and the AXI R channel stays blocked afterwards: the core only moves with "
-    "out_ready high and the top raises out_ready only for a valid core output")
-XFAIL = {  # (config id or "*", test) -> reason
-    ("*", t): _LOWBIT_READ_HANG for t in (
-        "axi_error_responses", "counters_and_snapshot", "region_selection_and_phase",
-        "bypass_vs_lowbit_latency", "read_after_write", "random_mixed_traffic",
-        "csr_write_applies_after_bvalid", "random_mixed_with_errors",
-        "phase_large_addresses", "config_captured_at_accept")
-}
+# Departures from the contract found by this bench, as strict expected failures:
+# (config id or "*", test) -> reason.  Empty: the design meets every check here.
+XFAIL = {}
 
 
 def _cfg_id(c):
