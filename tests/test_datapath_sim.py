@@ -12,7 +12,6 @@ import itertools
 import random
 from dataclasses import dataclass
 
-import numpy as np
 import pytest
 from amaranth.sim import Simulator
 

@@ -72,8 +72,9 @@ def test_bad_parameters_exit_2(tmp_path, args, quoted):
 
 
 def test_cli_writes_the_datapath(tmp_path):
-    proc = subprocess.run([str(EXPORT), "--no-top", "--line-bits", "64", "--workers", "4", "--stages", "1",
-                           "--out-dir", str(tmp_path)], capture_output=True, text=True)
+    proc = subprocess.run([str(EXPORT), "--no-top", "--line-bits", "64", "--workers", "4",
+                           "--stages", "1", "--out-dir", str(tmp_path)],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "neuron_fabric_datapath.v").read_text()
     assert module_ports(text, "neuron_fabric_datapath") == spec_ports(64)
