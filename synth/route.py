@@ -149,10 +149,11 @@ def main(argv=None):
     nets = flowlib.run_parallel(
         [(c.name, lambda c=c: (ecp5_netlist(c, vfiles[c], ecfg, ys_version), "synth_ecp5"))
          for c in configs], args.jobs, "synth_ecp5")
-    # The width sweep (the targets) first, largest designs first within it,
-    # so that the slowest runs do not start last.
+    # The width sweep (the targets) first: the CXL line width, then the
+    # largest designs, so that the slowest runs do not start last.
     order = sorted(((c, s, n) for c, n in zip(configs, nets) for s in seeds),
-                   key=lambda t: (t[0].stages != sw["width_stages"], -t[0].line_bits, t[1]))
+                   key=lambda t: (t[0].stages != sw["width_stages"],
+                                  t[0].line_bits != sw["stages_width"], -t[0].line_bits, t[1]))
     tasks = [(f"{c.name} seed {s}",
               lambda c=c, s=s, n=n: place_and_route(c, s, *n, ecfg, pnr_version, args.smoke,
                                                     args.cached_only))
