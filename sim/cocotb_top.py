@@ -455,7 +455,7 @@ async def _random_config(tb, rng):
 async def test_random_traffic(dut):
     tb = await _start(dut)
     await _random_config(tb, tb.rng)
-    tb.set_pauses(0.3)
+    tb.set_pauses(0.2, memory=0.5)
     n = _random_count(2000)
     sent = await random_traffic(tb, n)
     cocotb.log.info("random traffic: %d requests, responses checked %s, reads by mode %s, "
