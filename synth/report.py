@@ -219,7 +219,11 @@ def build(synth, route, ge, features):
     L += ["## Plots", "",
           f"![cells vs width]({pics['cells']}) ![Fmax vs width]({pics['fmax']})", "",
           f"![Fmax and slack vs STAGES]({pics['stages']})", "",
-          "Commands: `make synth` (cells), `make route` (Fmax), `make ge` (slack).", ""]
+          "Commands: `make synth` (cells), `make route` (Fmax), `make ge` (slack).", "",
+          "At STAGES <= 4 the first logic step sits between the input ports and the "
+          "first register; an out-of-context route does not time port paths, so the "
+          "ECP5 Fmax of those rows leaves that logic out and reads high. The GE-model "
+          "slack counts it.", ""]
 
     # -- sweeps ----------------------------------------------------------------------
     L += ["## Width sweep (STAGES = %d)" % ws, "",
