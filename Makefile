@@ -56,7 +56,7 @@ lint: verilog
 	$(PY) -m neuron_fabric_sim.lint build/verilog
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) tests
+	$(PY) -m pytest -n $(JOBS) --durations=15 tests
 
 test-quick: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -m "not slow" tests
