@@ -12,9 +12,8 @@ counters and region registers are arrays, and region registers exist only for
 
 from dataclasses import dataclass, field as dc_field
 
-from .params import (DEFAULTS, Format, GateKind, LINE_BITS_CHOICES, MAX_OUTSTANDING_RANGE,
-                     Mode, REGIONS_RANGE, STAGES_RANGE, WORKERS_CHOICES, PROFILES,
-                     check_choice, check_range)
+from .params import (DEFAULTS, DatapathParams, Format, GateKind, MAX_OUTSTANDING_RANGE,
+                     Mode, REGIONS_RANGE, check_range)
 
 __all__ = [
     "TopParams", "Field", "Register", "RegisterMap", "CFG_FIELDS", "STATUS_BITS",
@@ -35,42 +34,27 @@ CXL_ADDR_BITS = 52
 
 
 @dataclass(frozen=True)
-class TopParams:
-    """Validated parameters of the top ``neuron_fabric`` (SPEC section 1).
+class TopParams(DatapathParams):
+    """Validated parameters of the top ``neuron_fabric`` (SPEC section 1):
+    the datapath's, plus REGIONS and MAX_OUTSTANDING.
 
     Raises
     ------
     TypeError, ValueError
         If a parameter is outside SPEC section 1; the message names the value.
     """
-    line_bits: int = DEFAULTS["line_bits"]
-    workers: int = DEFAULTS["workers"]
-    stages: int = DEFAULTS["stages"]
     regions: int = DEFAULTS["regions"]
     max_outstanding: int = DEFAULTS["max_outstanding"]
-    profile: str = "full"
 
     def __post_init__(self):
-        check_choice("LINE_BITS", self.line_bits, LINE_BITS_CHOICES)
-        check_choice("WORKERS", self.workers, WORKERS_CHOICES)
-        check_range("STAGES", self.stages, STAGES_RANGE)
+        super().__post_init__()
         check_range("REGIONS", self.regions, REGIONS_RANGE)
         check_range("MAX_OUTSTANDING", self.max_outstanding, MAX_OUTSTANDING_RANGE)
-        if self.profile not in PROFILES:
-            raise ValueError(f"profile must be one of {tuple(PROFILES)}, not {self.profile!r}")
-
-    @property
-    def line_bytes(self):
-        return self.line_bits // 8
 
     @property
     def offset_bits(self):
         """log2(LINE_BYTES): address bits below a line."""
         return self.line_bytes.bit_length() - 1
-
-    @property
-    def lanes(self):
-        return self.line_bits // self.workers
 
     @property
     def id_bits(self):

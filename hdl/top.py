@@ -156,7 +156,9 @@ class Top(wiring.Component):
 
     def __init__(self, *, line_bits=512, workers=8, stages=5, regions=8,
                  max_outstanding=32, profile="full"):
-        self._params = TopParams(line_bits, workers, stages, regions, max_outstanding, profile)
+        self._params = TopParams(line_bits=line_bits, workers=workers, stages=stages,
+                                 regions=regions, max_outstanding=max_outstanding,
+                                 profile=profile)
         ports = _cxl_ports(line_bits)
         ports.update(_axi_ports(line_bits, self._params.id_bits))
         for name, direction, width in AXIL_PORTS:
