@@ -70,6 +70,35 @@ def line_ref(data, line_bits, w, mode, fmt, kind, period, keep, thresh, phase):
 
 # ------------------------------------------------------------- runners ----
 
+def port_mismatches(dut, ports):
+    """Ports of ``ports`` (name -> width) that ``dut`` lacks or has at another width."""
+    bad = []
+    for name, width in ports.items():
+        h = getattr(dut, name, None)
+        if h is None:
+            bad.append(f"{name}: missing")
+        elif len(h) != width:
+            bad.append(f"{name}: width {len(h)}, expected {width}")
+    return bad
+
+
+def conformance_params(configs, tests, cfg_id, xfail, sim_index, slow_index):
+    """pytest parameters (config x cocotb test), with slow, Icarus-skip and
+    strict expected-failure marks."""
+    import pytest
+    out = []
+    for c in configs:
+        for t in tests:
+            marks = [pytest.mark.slow] if c[slow_index] else []
+            if c[sim_index] == "icarus" and not shutil.which("iverilog"):
+                marks.append(pytest.mark.skip(reason="iverilog not installed"))
+            reason = xfail.get((cfg_id(c), t)) or xfail.get(("*", t))
+            if reason:
+                marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            out.append(pytest.param(c, t, id=f"{cfg_id(c)}-{t}", marks=marks))
+    return out
+
+
 def _session_id():
     # shared by all xdist workers of one pytest run
     return os.environ.get("PYTEST_XDIST_TESTRUNUID") or os.environ.setdefault(

@@ -18,7 +18,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from conformance_common import line_ref
+from conformance_common import line_ref, port_mismatches
 
 LINE_BITS = int(os.environ.get("LINE_BITS", "64"))
 W = int(os.environ.get("WORKERS", "4"))
@@ -185,13 +185,7 @@ def rand_valid_fields(rng):
 @cocotb.test()
 async def ports_and_widths(dut):
     """Every SPEC 3 port exists with its width."""
-    bad = []
-    for name, width in PORTS.items():
-        h = getattr(dut, name, None)
-        if h is None:
-            bad.append(f"{name}: missing")
-        elif len(h) != width:
-            bad.append(f"{name}: width {len(h)}, expected {width}")
+    bad = port_mismatches(dut, PORTS)
     assert not bad, "; ".join(bad)
 
 

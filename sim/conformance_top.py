@@ -23,7 +23,7 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiResp
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
 
-from conformance_common import line_ref
+from conformance_common import line_ref, port_mismatches
 
 LINE_BITS = int(os.environ.get("LINE_BITS", "64"))
 W = int(os.environ.get("WORKERS", "4"))
@@ -402,13 +402,7 @@ PORTS = {
 
 @cocotb.test()
 async def ports_and_widths(dut):
-    bad = []
-    for name, width in PORTS.items():
-        h = getattr(dut, name, None)
-        if h is None:
-            bad.append(f"{name}: missing")
-        elif len(h) != width:
-            bad.append(f"{name}: width {len(h)}, expected {width}")
+    bad = port_mismatches(dut, PORTS)
     for name in ("m_axi_awid", "m_axi_bid", "m_axi_arid", "m_axi_rid"):
         if getattr(dut, name, None) is None:
             bad.append(f"{name}: missing")

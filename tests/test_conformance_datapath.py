@@ -6,13 +6,12 @@ reported as its own pytest item.
 """
 
 import pathlib
-import shutil
 import sys
 
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "sim"))
-from conformance_common import check_result, run_module_once  # noqa: E402
+from conformance_common import check_result, conformance_params, run_module_once  # noqa: E402
 
 TESTS = [
     "ports_and_widths",
@@ -41,23 +40,8 @@ def _cfg_id(c):
     return f"{c[0]}x{c[1]}s{c[2]}-{c[3]}"
 
 
-def _params():
-    out = []
-    for c in CONFIGS:
-        for t in TESTS:
-            marks = []
-            if c[4]:
-                marks.append(pytest.mark.slow)
-            if c[3] == "icarus" and not shutil.which("iverilog"):
-                marks.append(pytest.mark.skip(reason="iverilog not installed"))
-            reason = XFAIL.get((_cfg_id(c), t)) or XFAIL.get(("*", t))
-            if reason:
-                marks.append(pytest.mark.xfail(strict=True, reason=reason))
-            out.append(pytest.param(c, t, id=f"{_cfg_id(c)}-{t}", marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("cfg,test", _params())
+@pytest.mark.parametrize("cfg,test", conformance_params(CONFIGS, TESTS, _cfg_id, XFAIL,
+                                                       sim_index=3, slow_index=4))
 def test_datapath_conformance(cfg, test):
     line_bits, workers, stages, sim, _ = cfg
     name = f"dp_{line_bits}_{workers}_{stages}"

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "sim"))
-from conformance_common import check_result, run_module_once  # noqa: E402
+from conformance_common import check_result, conformance_params, run_module_once  # noqa: E402
 
 TESTS = [
     "ports_and_widths",
@@ -52,19 +52,8 @@ def _cfg_id(c):
     return f"{c[0]}x{c[1]}s{c[2]}r{c[3]}o{c[4]}-{c[5]}"
 
 
-def _params():
-    out = []
-    for c in CONFIGS:
-        for t in TESTS:
-            marks = [pytest.mark.slow] if c[6] else []
-            reason = XFAIL.get((_cfg_id(c), t)) or XFAIL.get(("*", t))
-            if reason:
-                marks.append(pytest.mark.xfail(strict=True, reason=reason))
-            out.append(pytest.param(c, t, id=f"{_cfg_id(c)}-{t}", marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("cfg,test", _params())
+@pytest.mark.parametrize("cfg,test", conformance_params(CONFIGS, TESTS, _cfg_id, XFAIL,
+                                                       sim_index=5, slow_index=6))
 def test_top_conformance(cfg, test):
     line_bits, workers, stages, regions, max_out, sim, _ = cfg
     name = f"top_{line_bits}_{workers}_{stages}_{regions}_{max_out}"
