@@ -68,7 +68,10 @@ PLACEMENT = {
 }
 
 #: Line bits served by one copy of the per-line control registers.
-REPLICA_BITS = 32
+REPLICA_BITS = 16
+
+#: Most copies one register of a spread per-line control feeds.
+SPREAD_FANOUT = 8
 
 #: Number of values the 4-bit gate period, keep and phase inputs can carry.
 _FIELD_VALUES = 1 << FIELD_WIDTHS["gate_phase"]
@@ -235,7 +238,7 @@ class Datapath(wiring.Component):
     def groups(self):
         """Number of groups (:data:`REPLICA_BITS` bits each), one control
         copy each."""
-        return self.line_bits // REPLICA_BITS
+        return self.line_bits // self.group_bits
 
     control_groups = groups
 
@@ -245,8 +248,13 @@ class Datapath(wiring.Component):
         return g
 
     @property
+    def group_bits(self):
+        """Line bits per group: :data:`REPLICA_BITS`, or one lane if wider."""
+        return max(REPLICA_BITS, self.workers)
+
+    @property
     def _group_lanes(self):
-        return REPLICA_BITS // self.workers
+        return self.group_bits // self.workers
 
     @property
     def _count_bits(self):
@@ -595,51 +603,78 @@ class Datapath(wiring.Component):
         m = self._module = Module()
         groups = self.groups
 
-        # One clock enable per group, ``en[g] = out_ready | ~out_valid[g]``,
-        # and copy ``groups`` for the per-line registers.  Each copy has its
-        # own valid chain and "live" bit (high from the first clock edge out
-        # of reset); all copies hold the same values.  Each enable closes a
-        # loop through its own valid copy, so synthesis keeps the copies (and
-        # the control copies they enable) apart.
+        # One clock enable per stage and copy, ``en[s][c] = out_ready |
+        # ~out_valid[s][c]``: copies 0..groups-1 serve the groups, copy
+        # ``groups`` the per-line registers.  Each (stage, copy) pair keeps
+        # its own valid chain (STAGES bits, ``out_valid[s][c]`` at its end)
+        # and its own "live" bit (high from the first clock edge out of
+        # reset), so the enable that drives one stage of one group is
+        # computed from flip-flops that sit beside it: no enable net crosses
+        # the pipeline.  All chains hold the same values (they load the same
+        # input under equal enables); each closes a loop through its own
+        # enable, so synthesis keeps them apart.
         copies = groups + 1
         line_en = groups
-        out_valid = [Signal(name=f"out_valid_{g}") for g in range(copies)]
-        en = [Signal(name=f"en_{g}") for g in range(copies)]
-        live = [Signal(name=f"live_{g}") for g in range(copies)]
-        for g in range(copies):
-            m.d.comb += en[g].eq(self.out_ready | ~out_valid[g])
-            with m.If(en[g]):
-                m.d.sync += live[g].eq(1)
-        m.d.comb += self.in_ready.eq(en[line_en] & live[line_en])
+        stages = self.stages
+        out_valid = [[Signal(name=f"out_valid_{s}_{c}") for c in range(copies)]
+                     for s in range(stages)]
+        en = [[Signal(name=f"en_{s}_{c}") for c in range(copies)] for s in range(stages)]
+        live = [[Signal(name=f"live_{s}_{c}") for c in range(copies)] for s in range(stages)]
+        for s in range(stages):
+            for c in range(copies):
+                m.d.comb += en[s][c].eq(self.out_ready | ~out_valid[s][c])
+                v = self.in_valid & live[s][c]
+                with m.If(en[s][c]):
+                    m.d.sync += live[s][c].eq(1)
+                    for k in range(stages):
+                        q = out_valid[s][c] if k == stages - 1 else \
+                            Signal(name=f"valid_{s}_{c}_{k}")
+                        m.d.sync += q.eq(v)
+                        v = q
+        m.d.comb += self.in_ready.eq(en[0][line_en] & live[0][line_en])
 
         reset_en = {}
 
-        def register(value, name, g):
+        def register(value, name, s, g):
             # A flip-flop set under a condition starts at 1 too: an ECP5
             # flip-flop's initial value is its set/reset value.
             init = value.const if isinstance(value, _Gated) else 0
             reg = Signal(len(value), name=name, reset_less=True, init=init)
+            en_g = en[s][g]
             if not isinstance(value, _Gated):
-                with m.If(en[g]):
+                with m.If(en_g):
                     m.d.sync += reg.eq(value)
                 return reg
             for b, (bit, cond) in enumerate(zip(value.value, value.cond)):
                 if cond is None:
-                    with m.If(en[g]):
+                    with m.If(en_g):
                         m.d.sync += reg[b].eq(bit)
                     continue
-                if (id(cond), g) not in reset_en:
-                    reset_en[id(cond), g] = self._wire(cond & en[g])
-                m.d.sync += reg[b].eq(Mux(reset_en[id(cond), g], value.const >> b & 1,
-                                          Mux(en[g], bit, reg[b])))
+                if (id(cond), s, g) not in reset_en:
+                    reset_en[id(cond), s, g] = self._wire(cond & en_g)
+                m.d.sync += reg[b].eq(Mux(reset_en[id(cond), s, g], value.const >> b & 1,
+                                          Mux(en_g, bit, reg[b])))
             return reg
+
+        def register_copies(name, values):
+            # A signal just spread from one register reaches its per-group
+            # copies through a tree: this boundary registers one copy per
+            # :data:`SPREAD_FANOUT` groups, the next one per group, so no
+            # register drives more than about that many copies.
+            n = len(values)
+            if n <= SPREAD_FANOUT or any(v is not values[0] for v in values):
+                return [register(v, f"s{index}_{name}_r{c}", index, c)
+                        for c, v in enumerate(values)]
+            per = SPREAD_FANOUT
+            tree = [register(values[0], f"s{index}_{name}_t{c}", index, c)
+                    for c in range(0, n, per)]
+            return [tree[c // per] for c in range(n)]
 
         def wire(value):
             if isinstance(value, _Gated):
                 return _Gated(self._wire(value.value), value.cond, value.const)
             return self._wire(value)
 
-        valid = [self.in_valid & live[g] for g in range(copies)]
         line = {
             "tag": self.in_tag, "mode": self.in_mode, "format": self.in_format,
             "gate_kind": self.in_gate_kind, "threshold": self.in_gate_threshold,
@@ -650,23 +685,16 @@ class Datapath(wiring.Component):
             # The pattern table needs these in every control group by step B.
             for name, port in (("period", self.in_gate_period), ("keep", self.in_gate_keep)):
                 rep[name] = [port] * self.control_groups
-        lane = {"data": [self.in_data[g * REPLICA_BITS:(g + 1) * REPLICA_BITS]
+        gb = self.group_bits
+        lane = {"data": [self.in_data[g * gb:(g + 1) * gb]
                          for g in range(groups)]}
         steps = (self._step_a, self._step_b, self._step_c, self._step_d)
         index = 0
         for boundary, count in enumerate(PLACEMENT[self.stages]):
             for _ in range(count):
-                last = index == self.stages - 1
-                valid_q = out_valid if last else \
-                    [Signal(name=f"s{index}_valid_{g}") for g in range(copies)]
-                for g in range(copies):
-                    with m.If(en[g]):
-                        m.d.sync += valid_q[g].eq(valid[g])
-                valid = valid_q
-                line = {k: register(v, f"s{index}_{k}", line_en) for k, v in line.items()}
-                rep = {k: [register(v, f"s{index}_{k}_r{c}", c) for c, v in enumerate(vs)]
-                       for k, vs in rep.items()}
-                lane = {k: [register(v, f"s{index}_{k}_g{g}", g) for g, v in enumerate(vs)]
+                line = {k: register(v, f"s{index}_{k}", index, line_en) for k, v in line.items()}
+                rep = {k: register_copies(k, vs) for k, vs in rep.items()}
+                lane = {k: [register(v, f"s{index}_{k}_g{g}", index, g) for g, v in enumerate(vs)]
                         for k, vs in lane.items()}
                 index += 1
             if boundary < len(steps):
@@ -679,7 +707,7 @@ class Datapath(wiring.Component):
             and set(lane) == {"data"}, (sorted(line), sorted(rep), sorted(lane))
 
         m.d.comb += [
-            self.out_valid.eq(valid[line_en]),
+            self.out_valid.eq(out_valid[stages - 1][line_en]),
             self.out_data.eq(Cat(*lane["data"])),
             self.out_tag.eq(line["tag"]),
         ]

@@ -275,7 +275,7 @@ def build(synth, route, ge, features):
           "or input to a register or output. Details: `synth.md`.",
           f"- ECP5: Yosys `{ecfg['synth']}`, then `nextpnr-ecp5 {ecfg['device']} --package "
           f"{ecfg['package']} --speed {ecfg['speed']} --out-of-context --freq "
-          f"{ecfg['freq_mhz']}`, seeds {ecfg['seeds']}; out of context the clock runs on "
+          f"{ecfg['freq_mhz']} {' '.join(ecfg.get('nextpnr_args', []))}`, seeds {ecfg['seeds']}; out of context the clock runs on "
           "fabric and port paths are not timed (as for the paper's figures). Details: "
           "`route.md`.",
           "- Gate-equivalent model (`ge.md`), a proxy and nothing more:"]

@@ -57,7 +57,7 @@ def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, s
                     cached_only=False):
     args = [ecfg["device"], "--package", ecfg["package"], "--speed", str(ecfg["speed"]),
             "--out-of-context", "--freq", str(ecfg["freq_mhz"]), "--seed", str(seed),
-            "--timing-allow-fail"]
+            "--timing-allow-fail", *ecfg.get("nextpnr_args", [])]
     if smoke:
         args.append("--no-tmdriv")
     key = flowlib.digest(flowlib.CACHE_VERSION, net_key, args, version)
@@ -164,6 +164,7 @@ def main(argv=None):
 
     notes = [f"nextpnr-ecp5 {ecfg['device']} --package {ecfg['package']} --speed "
              f"{ecfg['speed']} --out-of-context --freq {ecfg['freq_mhz']} "
+             f"{' '.join(ecfg.get('nextpnr_args', []))} "
              f"({pnr_version}); Yosys `{ecfg['synth']}`. Fmax per seed; `lut4` and `ff` "
              "count the synth_ecp5 netlist, `comb_used`/`ff_used` nextpnr's packed "
              "utilization.", f"Command: `make route`" + (" (smoke)" if args.smoke else "") + "."]
