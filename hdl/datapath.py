@@ -324,12 +324,17 @@ class Datapath(wiring.Component):
             line["pattern_on"] = gate_pattern
             quarters = []
             for g in range(self.groups):
-                keep, period = rep["keep"][g], rep["period"][g]
                 entries = []
                 for j in self._table_entries(g):
+                    keep = rep["keep"][self._entry_copy(j)]
+                    period = rep["period"][self._entry_copy(j)]
                     for q in range(4):
-                        options = [keep > (j % p if p else 0) for p in range(4 * q, 4 * q + 4)]
-                        entries.append(Cat(*options).bit_select(period[:2], 1))
+                        # One 6-input table on (K, P[1:0]): a single LUT level.
+                        table = sum(1 << (k << 2 | pl) for k in range(_FIELD_VALUES)
+                                    for pl in range(4)
+                                    if k > (j % (4 * q + pl) if 4 * q + pl else 0))
+                        entries.append(Const(table, 4 * _FIELD_VALUES)
+                                       .bit_select(Cat(period[:2], keep), 1))
                 quarters.append(Cat(*entries))
             lane["pattern_quarter"] = quarters
             rep.pop("keep")
@@ -398,13 +403,23 @@ class Datapath(wiring.Component):
             high = rep.pop("period_high")
             tables = []
             for g, quarters in enumerate(lane.pop("pattern_quarter")):
-                n = len(self._table_entries(g))
-                tables.append(Cat(self._lane(quarters, k, 4).bit_select(high[self._copy(g)], 1)
-                                  for k in range(n)))
+                tables.append(Cat(self._lane(quarters, k, 4).bit_select(high[self._entry_copy(j)], 1)
+                                  for k, j in enumerate(self._table_entries(g))))
             lane["pattern"] = tables
         if "pattern_on" in line:
             self._spread(line, rep, "pattern_on")
         return line, rep, lane
+
+    @property
+    def _tail_copies(self):
+        """Extra copies of K and P for the 15 table entries past the last
+        lane, one per group's worth of entries."""
+        return -(-(_FIELD_VALUES - 1) // self._group_lanes)
+
+    def _entry_copy(self, j):
+        """Copy of K and P that pattern-table entry ``j`` reads."""
+        gl = self._group_lanes
+        return j // gl if j < self.lanes else self.groups + (j - self.lanes) // gl
 
     def _table_entries(self, g):
         """Pattern-table entries that group ``g`` holds: those of its lanes,
@@ -422,11 +437,11 @@ class Datapath(wiring.Component):
         above = (c - w // 2).as_unsigned()[:width]
         return (below & neg.replicate(width)) | (above & (~neg).replicate(width))
 
-    def _pattern_window(self, tables, lane_index, span):
-        """Pattern table entries ``lane_index .. lane_index + span - 1``."""
+    def _pattern_window(self, tables, lane_index, span, stride=1):
+        """Pattern table entries ``lane_index + k * stride``, k < ``span``."""
         gl = self._group_lanes
         bits = []
-        for j in range(lane_index, lane_index + span):
+        for j in range(lane_index, lane_index + span * stride, stride):
             owner = min(j // gl, self.groups - 1)
             bits.append(tables[owner][j - owner * gl])
         return Cat(*bits)
@@ -477,6 +492,18 @@ class Datapath(wiring.Component):
         xform = rep["xform"]
         fmts = rep.get("format")
         pattern_gates, margin_zero, pattern_zero, values = [], [], [], []
+        if tables is not None:
+            # The phase shift in two 4:1 steps: here the long one,
+            # S[m] = T[m + 4 * phase[3:2]]; in step D the short one, lane i's
+            # gate S[i + phase[1:0]], next to the lane.
+            shifted = []
+            for g in range(self.groups):
+                high = phases[self._copy(g)][2:]
+                entries = [j for j in self._table_entries(g) if j < self.lanes + 3]
+                shifted.append(Cat(*(self._pattern_window(tables, j, 4, 4).bit_select(high, 1)
+                                     for j in entries)))
+            lane["pattern_shift"] = shifted
+            rep["phase_low"] = [ph[:2] for ph in phases]
         for g in range(self.groups):
             cg = self._copy(g)
             x = xform[cg]
@@ -484,10 +511,7 @@ class Datapath(wiring.Component):
             for i in range(gl):
                 index = g * gl + i
                 c = self._lane(counts[g], i, cw)
-                if tables is not None:
-                    window = self._pattern_window(tables, index, _FIELD_VALUES)
-                    pg.append(window.bit_select(phases[cg], 1))
-                else:
+                if tables is None:
                     pg.append(keep3[cg][index % 3])
                 if dists is not None:
                     d = self._lane(dists[g], i, len(dists[g]) // gl)
@@ -496,13 +520,15 @@ class Datapath(wiring.Component):
                     vs.append(self._lane_value(c, fmts[cg]))
                 else:
                     vs.append(Cat(c, Const(0, w - cw)))
-            pattern_gates.append(Cat(*pg))
+            if pg:
+                pattern_gates.append(Cat(*pg))
             if mz:
                 margin_zero.append(Cat(*mz))
             if pattern_on is not None:
                 pattern_zero.append(x & pattern_on[cg])
             values.append(Cat(*vs))
-        lane["pattern_gate"] = pattern_gates
+        if pattern_gates:
+            lane["pattern_gate"] = pattern_gates
         if margin_zero:
             lane["margin_zero"] = margin_zero
         if pattern_zero:
@@ -563,7 +589,14 @@ class Datapath(wiring.Component):
         fmts = rep.pop("format", None)
         pattern_zero = rep.pop("pattern_zero", None)
         values = lane.pop("value")
-        pattern_gates = lane.pop("pattern_gate")
+        pattern_gates = lane.pop("pattern_gate", None)
+        if pattern_gates is None:
+            shifted = lane.pop("pattern_shift")
+            low = rep.pop("phase_low")
+            pattern_gates = [Cat(*(self._wire(self._pattern_window(shifted, g * gl + i, 4)
+                                              .bit_select(low[self._copy(g)], 1))
+                                   for i in range(gl)))
+                             for g in range(self.groups)]
         margin_zero = lane.pop("margin_zero", None)
         out = []
         for g, data in enumerate(lane.pop("data")):
@@ -588,10 +621,12 @@ class Datapath(wiring.Component):
                 raw = self._lane(data, i, w)
                 bits = []
                 for j in range(w):
-                    if j == h:
-                        bits.append(Mux(zero, gated_half, Mux(x, v[j], raw[j])))
-                    else:
-                        bits.append(Mux(zero, 0, Mux(x, v[j], raw[j])))
+                    # AND/OR rather than a multiplexer on ``zero``: a
+                    # multiplexer to a constant becomes a flip-flop
+                    # synchronous reset, which under the clock enable costs
+                    # one more LUT on the enable path.
+                    bit = Mux(x, v[j], raw[j]) & ~zero
+                    bits.append(bit | (zero & gated_half) if j == h else bit)
                 lanes.append(Cat(*bits))
             out.append(Cat(*lanes))
         lane["data"] = out
@@ -640,7 +675,7 @@ class Datapath(wiring.Component):
             # flip-flop's initial value is its set/reset value.
             init = value.const if isinstance(value, _Gated) else 0
             reg = Signal(len(value), name=name, reset_less=True, init=init)
-            en_g = en[s][g]
+            en_g = en[s][min(g, len(en[s]) - 1)]
             if not isinstance(value, _Gated):
                 with m.If(en_g):
                     m.d.sync += reg.eq(value)
@@ -684,7 +719,8 @@ class Datapath(wiring.Component):
         if self.profile.has("gate_pattern_programmable"):
             # The pattern table needs these in every control group by step B.
             for name, port in (("period", self.in_gate_period), ("keep", self.in_gate_keep)):
-                rep[name] = [port] * self.control_groups
+                # Distinct wires: one register per group at the input.
+                rep[name] = [self._wire(port) for _ in range(self.groups + self._tail_copies)]
         gb = self.group_bits
         lane = {"data": [self.in_data[g * gb:(g + 1) * gb]
                          for g in range(groups)]}
