@@ -6,14 +6,17 @@ The read transform is split into four combinational steps; pipeline
 registers sit on the boundaries between them::
 
     boundary 0 | A: decode the line's controls (G-Ternary gate, format,
-               |    margin limit ceil(T/2)); first full-adder layer of each
-               |    lane's popcount; pattern-table entries per period quarter
-    boundary 1 | B: two more full-adder layers of each popcount; pattern
-               |    table T[j] = (j mod P) < K
-    boundary 2 | C: final add, sign count c of each lane; full profile: the
-               |    pattern gate T[i + phase], the margin gate
+               |    margin limit ceil(T/2)); population count of each group
+               |    of four worker bits; pattern-table entries per period
+               |    quarter, K > (j mod P) for P in the quarter
+    boundary 1 | B: pairs of 4-bit counts added (W = 8: the lane's sign
+               |    count c); pattern table T[j] = (j mod P) < K
+    boundary 2 | C: W = 16: final add; full profile: the long phase shift
+               |    S[m] = T[m + 4 * phase[3:2]], the margin gate
                |    |c - W/2| >= ceil(T/2) and the lane value by format
-    boundary 3 | D: gated output lane, identity pass-through
+    boundary 3 | D: full profile: the short phase shift, lane i's pattern
+               |    gate S[i + phase[1:0]]; gated output lane, identity
+               |    pass-through
     boundary 4 | (output register, always present)
 
 ``STAGES`` registers are spread over the boundaries by :data:`PLACEMENT`,
@@ -26,26 +29,31 @@ Timing structure
 * **Stall.**  The pipeline moves when the consumer takes a line or the
   output register is empty (``out_ready | ~out_valid``), so bubbles are
   squeezed out and ``out_valid`` never waits for ``out_ready``.  The enable
-  is computed once per group from the group's own copy of the output valid
-  bit (each group keeps its own valid chain), so each enable net drives
-  one group's flip-flops.  ``in_ready`` is the per-line copy of the enable
-  once the first clock edge out of reset has passed.
+  is computed per stage and per group, each from its own copy of the valid
+  chain (STAGES bits ending in a copy of ``out_valid``) kept beside that
+  stage's flip-flops, so no enable net crosses the pipeline and each drives
+  one stage of one group.  ``in_ready`` is the per-line copy of the
+  stage-0 enable, held low while ``rst`` is high.
 * **Replicated control.**  The line is cut into groups of
-  :data:`REPLICA_BITS` bits.  Every per-line control that lanes read is
-  registered once per group, so each copy drives one group; copies are made
-  only from register outputs, so the long wire to each copy carries no
-  logic.  The copies are enabled by their group's enable, which keeps
-  synthesis from merging them (a ``keep`` attribute on a register does not
-  stop Yosys's ``opt_merge``).
+  :data:`REPLICA_BITS` bits (one lane if W is wider).  Every per-line
+  control that lanes read is registered once per group, so each copy
+  drives one group; copies are made only from register outputs, through a
+  tree of at most :data:`SPREAD_FANOUT` copies per register when a
+  boundary is free for it.  The copies are enabled by their group's
+  enable, which keeps synthesis from merging them (a ``keep`` attribute on
+  a register does not stop Yosys's ``opt_merge``).  The pattern table's
+  entries past the last lane read copies of K and P of their own.
 * **Set/reset.**  Only the valid bits have a reset; data registers are
   reset-less.  In the paper profile a gated lane reads the constant W/2;
   the count bits' output flip-flops take it by their synchronous
   set/reset, driven by ``gated & en[g]`` from the group's own control
   copies (one net per lane), with the reset over the enable as ECP5
-  flip-flops implement it.
+  flip-flops implement it.  Elsewhere a forced value is written as AND/OR
+  logic, not as a multiplexer to a constant, so that synthesis does not
+  turn it into a flip-flop reset gated by the enable.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -310,10 +318,9 @@ class Datapath(wiring.Component):
         self._spread(line, rep, "xform")
 
         if prof.has("format_margin") or prof.has("format_sign"):
-            fmt_margin = (fmt == Format.MARGIN) if prof.has("format_margin") else Const(0)
-            fmt_sign = (fmt == Format.SIGN) if prof.has("format_sign") else Const(0)
-            fmt_margin, fmt_sign = self._wire(fmt_margin), self._wire(fmt_sign)
-            line["format"] = Cat(~fmt_margin & ~fmt_sign, fmt_margin, fmt_sign)
+            # The 2-bit code travels as it is, decoded where it is used, so
+            # that a lane-value bit is one 6-input function of (c, format).
+            line["format"] = fmt
 
         if prof.has("gate_pattern_programmable"):
             # Pattern table T[j] = (j mod P) < K, j = 0 .. E + 14, so that lane
@@ -329,12 +336,14 @@ class Datapath(wiring.Component):
                     keep = rep["keep"][self._entry_copy(j)]
                     period = rep["period"][self._entry_copy(j)]
                     for q in range(4):
-                        # One 6-input table on (K, P[1:0]): a single LUT level.
-                        table = sum(1 << (k << 2 | pl) for k in range(_FIELD_VALUES)
-                                    for pl in range(4)
-                                    if k > (j % (4 * q + pl) if 4 * q + pl else 0))
-                        entries.append(Const(table, 4 * _FIELD_VALUES)
-                                       .bit_select(Cat(period[:2], keep), 1))
+                        # K > (j mod P) for P = 4q + P[1:0]: a 6-input function,
+                        # one LUT level.  Written as a comparison with the
+                        # selected residue (not a table): a table lookup lets
+                        # synthesis see a flip-flop reset in it, which costs a
+                        # LUT on the clock-enable path.
+                        residues = [j % p if p else 0 for p in range(4 * q, 4 * q + 4)]
+                        residue = Cat(*(Const(r, 4) for r in residues)).word_select(period[:2], 4)
+                        entries.append(keep > residue)
                 quarters.append(Cat(*entries))
             lane["pattern_quarter"] = quarters
             rep.pop("keep")
@@ -360,7 +369,12 @@ class Datapath(wiring.Component):
             bits = []
             for i in range(self._group_lanes):
                 x = self._lane(data, i, w)
-                bits.append(_flatten(_compress_layer(self._wire, [[x[k] for k in range(w)]])))
+                if not self._chunk_count:
+                    bits.append(_flatten(_compress_layer(self._wire, [[x[k] for k in range(w)]])))
+                    continue
+                for k in range(0, w, 4):
+                    # Population count of four bits: three 4-input functions.
+                    bits.append(self._wire((x[k] + x[k + 1] + x[k + 2] + x[k + 3])[:3]))
             layers.append(Cat(*bits))
         lane["layer"] = layers
         return line, rep, lane
@@ -385,6 +399,7 @@ class Datapath(wiring.Component):
     def _step_b(self, line, rep, lane):
         """Two more full-adder layers of each lane's popcount; pattern table."""
         gl = self._group_lanes
+        chunks = self.workers // 4
         shape = _layer_shape(self.workers, 1)
         self._spread(line, rep, *(k for k in ("margin_limit", "format", "keep3", "drop3")
                                    if k in line))
@@ -392,10 +407,18 @@ class Datapath(wiring.Component):
         for layer in lane.pop("layer"):
             ps = []
             for i in range(gl):
-                columns = _columns(self._lane(layer, i, sum(shape)), shape)
-                for _ in range(2):
-                    columns = _compress_layer(self._wire, columns)
-                ps.append(_flatten(columns))
+                if not self._chunk_count:
+                    columns = _columns(self._lane(layer, i, sum(shape)), shape)
+                    for _ in range(2):
+                        columns = _compress_layer(self._wire, columns)
+                    ps.append(_flatten(columns))
+                    continue
+                counts = [self._lane(layer, i * chunks + k, 3) for k in range(chunks)]
+                if chunks == 1:
+                    ps.append(counts[0])
+                # Pairs of 3-bit counts (0..4) to 4-bit sums: each sum bit a
+                # function of at most six inputs, one LUT level.
+                ps.extend(self._wire(counts[k] + counts[k + 1]) for k in range(0, chunks - 1, 2))
             partials.append(Cat(*ps))
         lane["partial"] = partials
 
@@ -409,6 +432,15 @@ class Datapath(wiring.Component):
         if "pattern_on" in line:
             self._spread(line, rep, "pattern_on")
         return line, rep, lane
+
+    @property
+    def _chunk_count(self):
+        """Population count by groups of four bits, pairs added in step B
+        (the count is ready for step C's format and margin logic), rather
+        than the full-adder tree over steps A to C, which takes fewer cells
+        and serves the paper profile, whose step C has nothing else to do."""
+        return self.profile.has("format_margin") or self.profile.has("format_sign") \
+            or self.profile.has("gate_margin")
 
     @property
     def _tail_copies(self):
@@ -446,11 +478,19 @@ class Datapath(wiring.Component):
             bits.append(tables[owner][j - owner * gl])
         return Cat(*bits)
 
+    def _format_flags(self, code):
+        """(COUNT, MARGIN, SIGN) flags of a format code; the formats the
+        profile lacks, and the invalid code 3, read as COUNT."""
+        prof = self.profile
+        margin = (code == Format.MARGIN) if prof.has("format_margin") else Const(0)
+        sign = (code == Format.SIGN) if prof.has("format_sign") else Const(0)
+        return ~margin & ~sign, margin, sign
+
     def _lane_value(self, c, fmt):
         """Lane value by format, before gating."""
         w = self.workers
         h = w // 2
-        count_ok, margin_ok, sign_ok = fmt[0], fmt[1], fmt[2]
+        count_ok, margin_ok, sign_ok = self._format_flags(fmt)
         margin = self._wire(c * 2 - w)         # sign-extended to W bits below
         margin = Cat(margin, margin[-1].replicate(max(0, w - len(margin))))[:w]
         lt = self._wire(c < h)
@@ -468,12 +508,19 @@ class Datapath(wiring.Component):
         w = self.workers
         cw = self._count_bits
         gl = self._group_lanes
-        shape = _layer_shape(w, 3)
         counts, dists = [], []
         for partial in lane.pop("partial"):
-            cs = [self._wire(_reduce(self._wire, _columns(self._lane(partial, i, sum(shape)),
-                                                          shape), cw))
-                  for i in range(gl)]
+            cs = []
+            shape = _layer_shape(w, 3)
+            for i in range(gl):
+                if not self._chunk_count:
+                    cs.append(self._wire(_reduce(self._wire, _columns(
+                        self._lane(partial, i, sum(shape)), shape), cw)))
+                elif w == 16:
+                    p = self._lane(partial, i, 8)
+                    cs.append(self._wire((p[:4] + p[4:])[:cw]))
+                else:
+                    cs.append(self._wire(self._lane(partial, i, cw)))
             counts.append(Cat(*cs))
             if "margin_limit" in rep:
                 dists.append(Cat(*(self._distance(c) for c in cs)))
@@ -515,7 +562,9 @@ class Datapath(wiring.Component):
                     pg.append(keep3[cg][index % 3])
                 if dists is not None:
                     d = self._lane(dists[g], i, len(dists[g]) // gl)
-                    mz.append(x & (d < limits[cg]))
+                    # The limit is 0 (d < 0 never holds) unless the margin
+                    # gate applies, which implies a transformed line.
+                    mz.append(d < limits[cg])
                 if fmts is not None:
                     vs.append(self._lane_value(c, fmts[cg]))
                 else:
@@ -603,7 +652,7 @@ class Datapath(wiring.Component):
             cg = self._copy(g)
             x = xform[cg]
             # A gated lane reads W/2 in COUNT format and 0 otherwise.
-            gated_half = fmts[cg][0] if fmts is not None else Const(1)
+            gated_half = self._format_flags(fmts[cg])[0] if fmts is not None else Const(1)
             lanes = []
             for i in range(gl):
                 # The pattern gate zeroes where it applies (``pattern_zero``:
@@ -641,9 +690,8 @@ class Datapath(wiring.Component):
         # One clock enable per stage and copy, ``en[s][c] = out_ready |
         # ~out_valid[s][c]``: copies 0..groups-1 serve the groups, copy
         # ``groups`` the per-line registers.  Each (stage, copy) pair keeps
-        # its own valid chain (STAGES bits, ``out_valid[s][c]`` at its end)
-        # and its own "live" bit (high from the first clock edge out of
-        # reset), so the enable that drives one stage of one group is
+        # its own valid chain (STAGES bits, ``out_valid[s][c]`` at its end),
+        # so the enable that drives one stage of one group is
         # computed from flip-flops that sit beside it: no enable net crosses
         # the pipeline.  All chains hold the same values (they load the same
         # input under equal enables); each closes a loop through its own
@@ -654,19 +702,18 @@ class Datapath(wiring.Component):
         out_valid = [[Signal(name=f"out_valid_{s}_{c}") for c in range(copies)]
                      for s in range(stages)]
         en = [[Signal(name=f"en_{s}_{c}") for c in range(copies)] for s in range(stages)]
-        live = [[Signal(name=f"live_{s}_{c}") for c in range(copies)] for s in range(stages)]
         for s in range(stages):
             for c in range(copies):
                 m.d.comb += en[s][c].eq(self.out_ready | ~out_valid[s][c])
-                v = self.in_valid & live[s][c]
+                v = self.in_valid
                 with m.If(en[s][c]):
-                    m.d.sync += live[s][c].eq(1)
                     for k in range(stages):
                         q = out_valid[s][c] if k == stages - 1 else \
                             Signal(name=f"valid_{s}_{c}_{k}")
                         m.d.sync += q.eq(v)
                         v = q
-        m.d.comb += self.in_ready.eq(en[0][line_en] & live[0][line_en])
+        # Not ready while in reset: a line offered then would be lost.
+        m.d.comb += self.in_ready.eq(en[0][line_en] & ~ResetSignal())
 
         reset_en = {}
 
