@@ -13,6 +13,7 @@ import random
 from dataclasses import dataclass
 
 import pytest
+from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
 from neuron_fabric import golden
@@ -246,6 +247,42 @@ def test_gaps_and_backpressure(stages, workers, valid_prob, ready_prob):
     results = simulate(dut, beats, seed=stages, valid_prob=valid_prob,
                        ready_prob=ready_prob)
     check_results(dut, results, exact_latency=ready_prob == 1.0)
+
+
+@pytest.mark.parametrize("stages", [3, 5])
+def test_wide_line_backpressure(stages):
+    """512 bits: 32 groups, so the per-line controls reach the groups through
+    the spread tree, and each (stage, group) pair has its own clock enable
+    and valid chain; all must move together under gaps and stalls."""
+    rng = random.Random(512 + stages)
+    beats = random_beats(rng, 512, 8, 60)
+    dut = Datapath(line_bits=512, workers=8, stages=stages)
+    results = simulate(dut, beats, seed=stages, valid_prob=0.7, ready_prob=0.5)
+    check_results(dut, results, exact_latency=False)
+
+
+def test_not_ready_in_reset():
+    """A line offered while ``rst`` is high is not taken (it would be
+    lost); from the first cycle with ``rst`` low, ``in_ready`` is high."""
+    dut = Datapath(line_bits=64, workers=8, stages=3)
+    top = Module()
+    top.domains.sync = sync = ClockDomain("sync")
+    top.submodules.dut = dut
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.out_ready, 1)
+        ctx.set(dut.in_valid, 1)
+        for rst in (1, 1, 0, 0):
+            ctx.set(sync.rst, rst)
+            seen.append((rst, ctx.get(dut.in_ready)))
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == [(1, 0), (1, 0), (0, 1), (0, 1)]
 
 
 # -- out-of-range fields -----------------------------------------------------
