@@ -509,9 +509,9 @@ class Datapath(wiring.Component):
         cw = self._count_bits
         gl = self._group_lanes
         counts, dists = [], []
+        shape = _layer_shape(w, 3)
         for partial in lane.pop("partial"):
             cs = []
-            shape = _layer_shape(w, 3)
             for i in range(gl):
                 if not self._chunk_count:
                     cs.append(self._wire(_reduce(self._wire, _columns(
@@ -722,7 +722,9 @@ class Datapath(wiring.Component):
             # flip-flop's initial value is its set/reset value.
             init = value.const if isinstance(value, _Gated) else 0
             reg = Signal(len(value), name=name, reset_less=True, init=init)
-            en_g = en[s][min(g, len(en[s]) - 1)]
+            # Copies past the last group (the pattern table's own K and P
+            # copies) take the per-line copy's enable.
+            en_g = en[s][min(g, line_en)]
             if not isinstance(value, _Gated):
                 with m.If(en_g):
                     m.d.sync += reg.eq(value)

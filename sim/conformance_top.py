@@ -1039,6 +1039,24 @@ async def devload_idle(dut):
     assert peak > 0, "devload never rose above 0 under load (table never more than light?)"
 
 
+async def _run_sources(dut, top, rng, on_resp, req_source, rwd_source, *, pause, done,
+                       cycles, errs):
+    """Drive requests from the two sources against a pausing memory and a
+    throttled response side until ``done()`` and both channels are idle,
+    ``cycles`` have passed or more than ten errors have been seen."""
+    top.on_resp = on_resp
+    top.ram.set_pause(rng, pause)
+    top.p_drs_ready, top.p_ndr_ready = 0.6, 0.6
+    top.req_source, top.rwd_source = req_source, rwd_source
+    for _ in range(cycles):
+        if done() and top.req_cur is None and top.rwd_cur is None:
+            break
+        await RisingEdge(dut.clk)
+        if len(errs) > 10:
+            break
+    top.req_source = top.rwd_source = None
+
+
 @cocotb.test()
 async def random_mixed_traffic(dut):
     """A few hundred random requests, random backpressure everywhere, checked against
@@ -1138,17 +1156,9 @@ async def random_mixed_traffic(dut):
             if rsp["ch"] != "ndr" or rsp["op"] != NDR_CMP:
                 errs.append(f"write tag {item['tag']:#x}: {rsp}")
 
-    top.on_resp = on_resp
-    top.ram.set_pause(rng, 0.3)
-    top.p_drs_ready, top.p_ndr_ready = 0.6, 0.6
-    top.req_source, top.rwd_source = req_source, rwd_source
-    for _ in range(40 * N):
-        if issued[0] >= N and not outstanding and top.req_cur is None and top.rwd_cur is None:
-            break
-        await RisingEdge(dut.clk)
-        if len(errs) > 10:
-            break
-    top.req_source = top.rwd_source = None
+    await _run_sources(dut, top, rng, on_resp, req_source, rwd_source, pause=0.3,
+                       done=lambda: issued[0] >= N and not outstanding, cycles=40 * N,
+                       errs=errs)
     assert not errs, "\n".join(errs[:10])
     assert not outstanding, f"{len(outstanding)} requests never answered: " \
         f"{[(hex(t), i['kind'], i['op']) for t, i in list(outstanding.items())[:5]]}"
@@ -1309,17 +1319,9 @@ async def random_mixed_with_errors(dut):
                 busy_w.discard(item["line"])
                 model[item["line"]] = item["data"]
 
-    top.on_resp = on_resp
-    top.ram.set_pause(rng, 0.25)
-    top.p_drs_ready, top.p_ndr_ready = 0.6, 0.6
-    top.req_source, top.rwd_source = req_source, rwd_source
-    for _ in range(60 * N):
-        if issued[0] >= N and not outstanding and top.req_cur is None and top.rwd_cur is None:
-            break
-        await RisingEdge(dut.clk)
-        if len(errs) > 10:
-            break
-    top.req_source = top.rwd_source = None
+    await _run_sources(dut, top, rng, on_resp, req_source, rwd_source, pause=0.25,
+                       done=lambda: issued[0] >= N and not outstanding, cycles=60 * N,
+                       errs=errs)
     assert not errs, "\n".join(errs[:10])
     assert not outstanding, f"{len(outstanding)} requests never answered"
     top.ram.set_pause(rng, 0)
