@@ -3,46 +3,52 @@
 Structure
 ---------
 The read transform is split into four combinational steps; pipeline
-registers sit on the boundaries between them::
+registers sit on the boundaries between them.  The paper profile (no
+optional feature) is built for area, every other profile for depth: for
+W <= 8 each bit a step computes is a function of at most seven register
+outputs (one LUT on ECP5: a LUT4 with the slice's wide-function
+multiplexers)::
 
-    boundary 0 | A: decode the line's controls (G-Ternary gate, format,
-               |    margin limit ceil(T/2)); population count of each group
-               |    of four worker bits; pattern-table entries per period
-               |    quarter, K > (j mod P) for P in the quarter
-    boundary 1 | B: pairs of 4-bit counts added (W = 8: the lane's sign
-               |    count c); pattern table T[j] = (j mod P) < K
-    boundary 2 | C: W = 16: final add; full profile: the long phase shift
-               |    S[m] = T[m + 4 * phase[3:2]], the margin gate
-               |    |c - W/2| >= ceil(T/2) and the lane value by format
-    boundary 3 | D: full profile: the short phase shift, lane i's pattern
-               |    gate S[i + phase[1:0]]; gated output lane, identity
-               |    pass-through
+                 paper profile              other profiles
+    boundary 0 | A: decode; first full-    A: popcount of each 4 worker bits;
+               |    adder layer of each       output code, margin limit;
+               |    lane's popcount           table halves (j mod P) < K
+    boundary 1 | B: two more layers        B: sign count c; table shifted by
+               |                              phase[0] (all ones if no gate)
+    boundary 2 | C: the count c            C: output bit before gating (raw
+               |                              bit or value by format); margin
+               |                              drop; shift by phase[2:1]
+    boundary 3 | D: output lane (c, W/2    D: shift by phase[3] (the lane's
+               |    if gated, or raw)         pattern keep); gated output
     boundary 4 | (output register, always present)
 
 ``STAGES`` registers are spread over the boundaries by :data:`PLACEMENT`,
 so that STAGES = 1 is one register between input and output and each
-extra stage shortens the longest step.  Past five stages the extra
-registers go on boundary 0 (input side), where they cost only latency.
+extra stage shortens the longest run of steps between two registers (for
+STAGES 2 and 3: step A alone, then B, C and D, or B and then C and D).
+Past five stages the extra registers go on boundary 0 (input side), where
+they cost only latency.
 
 Timing structure
 ----------------
 * **Stall.**  The pipeline moves when the consumer takes a line or the
   output register is empty (``out_ready | ~out_valid``), so bubbles are
   squeezed out and ``out_valid`` never waits for ``out_ready``.  The enable
-  is computed per stage and per group, each from its own copy of the valid
-  chain (STAGES bits ending in a copy of ``out_valid``) kept beside that
-  stage's flip-flops, so no enable net crosses the pipeline and each drives
-  one stage of one group.  ``in_ready`` is the per-line copy of the
-  stage-0 enable, held low while ``rst`` is high.
+  is computed per stage and per copy (each group, the per-line registers,
+  and each of the pattern table's own K and P copies), each from its own
+  copy of the valid chain (STAGES bits ending in a copy of ``out_valid``)
+  kept beside that stage's flip-flops, so no enable net crosses the
+  pipeline.  ``in_ready`` is the per-line copy of the stage-0 enable, held
+  low while ``rst`` is high.
 * **Replicated control.**  The line is cut into groups of
   :data:`REPLICA_BITS` bits (one lane if W is wider).  Every per-line
   control that lanes read is registered once per group, so each copy
-  drives one group; copies are made only from register outputs, through a
-  tree of at most :data:`SPREAD_FANOUT` copies per register when a
-  boundary is free for it.  The copies are enabled by their group's
-  enable, which keeps synthesis from merging them (a ``keep`` attribute on
-  a register does not stop Yosys's ``opt_merge``).  The pattern table's
-  entries past the last lane read copies of K and P of their own.
+  drives one group; a control is spread to the groups through a tree of at
+  most :data:`SPREAD_FANOUT` copies per register, over two boundaries when
+  they are free.  The copies are enabled by their group's enable, which
+  keeps synthesis from merging them (a ``keep`` attribute on a register
+  does not stop Yosys's ``opt_merge``).  The pattern table's entries past
+  the last lane read copies of K and P of their own.
 * **Set/reset.**  Only the valid bits have a reset; data registers are
   reset-less.  In the paper profile a gated lane reads the constant W/2;
   the count bits' output flip-flops take it by their synchronous
@@ -57,7 +63,7 @@ from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .params import (DatapathParams, FIELD_WIDTHS, Format, GateKind, Mode,
+from .params import (DatapathParams, FEATURES, FIELD_WIDTHS, Format, GateKind, Mode,
                      Profile, PROFILES)
 
 __all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS"]
@@ -66,8 +72,8 @@ __all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS"]
 #: For each STAGES value, how many registers sit on boundaries 0..4.
 PLACEMENT = {
     1: (0, 0, 0, 0, 1),
-    2: (0, 0, 1, 0, 1),
-    3: (0, 0, 1, 1, 1),
+    2: (0, 1, 0, 0, 1),
+    3: (0, 1, 1, 0, 1),
     4: (0, 1, 1, 1, 1),
     5: (1, 1, 1, 1, 1),
     6: (2, 1, 1, 1, 1),
@@ -83,6 +89,9 @@ SPREAD_FANOUT = 8
 
 #: Number of values the 4-bit gate period, keep and phase inputs can carry.
 _FIELD_VALUES = 1 << FIELD_WIDTHS["gate_phase"]
+
+#: Output code of a line that passes unchanged (codes 0..2 are the formats).
+_IDENTITY = 3
 
 
 class _Gated:
@@ -248,13 +257,6 @@ class Datapath(wiring.Component):
         copy each."""
         return self.line_bits // self.group_bits
 
-    control_groups = groups
-
-    @staticmethod
-    def _copy(g):
-        """Control copy that group ``g`` reads."""
-        return g
-
     @property
     def group_bits(self):
         """Line bits per group: :data:`REPLICA_BITS`, or one lane if wider."""
@@ -284,7 +286,7 @@ class Datapath(wiring.Component):
         """Move per-line signals to one copy per control group.  Only register
         outputs are spread, so each copy's register is fed by a plain wire."""
         for name in names:
-            rep[name] = [line.pop(name)] * self.control_groups
+            rep[name] = [line.pop(name)] * self.groups
 
     @staticmethod
     def _lane(vector, lane, width):
@@ -295,97 +297,219 @@ class Datapath(wiring.Component):
     #
     # Each step maps a bundle to a bundle: ``line`` holds single per-line
     # signals, ``rep`` per-line signals with one copy per group, and
-    # ``lane`` one vector per group.
+    # ``lane`` one vector per group.  The paper profile and every other
+    # profile have steps of their own (:meth:`_steps`).
 
-    def _step_a(self, line, rep, lane):
-        """Decode the controls; first adder layer; pattern-gate bits."""
+    def _steps(self):
+        if self._paper_like:
+            return (self._paper_a, self._paper_b, self._paper_c, self._paper_d)
+        return (self._full_a, self._full_b, self._full_c, self._full_d)
+
+    @property
+    def _paper_like(self):
+        """The profile has none of the optional features: the paper's
+        datapath, built for area (full-adder popcount over three steps)."""
+        return not any(self.profile.has(f) for f in FEATURES)
+
+    def _drop3(self, phase):
+        """The paper's fixed 2-of-3 gate drops lane i iff (phase + i) mod 3
+        >= 2, so three bits serve the whole line: bit r for the lanes with
+        i mod 3 = r, each a function of the phase alone (one LUT)."""
+        drop = []
+        for residue in range(3):
+            table = sum(1 << ph for ph in range(_FIELD_VALUES)
+                        if (ph + residue) % 3 >= 2)
+            drop.append(self._wire(Const(table, _FIELD_VALUES).bit_select(phase, 1)))
+        return drop
+
+    # -- paper profile ---------------------------------------------------------
+    #
+    #   A  decode; first full-adder layer of each lane's popcount
+    #   B  two more full-adder layers
+    #   C  the count c
+    #   D  output lane: c, W/2 for a gated lane, or the raw lane
+
+    def _paper_a(self, line, rep, lane):
+        line.pop("format")
+        line.pop("gate_kind")
+        line.pop("threshold")
+        mode = line.pop("mode")
+        ternary = self._wire(mode == Mode.GTERNARY)
+        line["xform"] = mode[1]
+        self._spread(line, rep, "xform")
+        # Whether the gate applies travels separately as ``pattern_on``.
+        line["drop3"] = Cat(*self._drop3(line.pop("phase")))
+        line["pattern_on"] = ternary
+        w = self.workers
+        lane["layer"] = [
+            Cat(*(_flatten(_compress_layer(self._wire, [[self._lane(data, i, w)[k]
+                                                          for k in range(w)]]))
+                  for i in range(self._group_lanes)))
+            for data in lane["data"]]
+        return line, rep, lane
+
+    def _paper_b(self, line, rep, lane):
+        gl = self._group_lanes
+        shape = _layer_shape(self.workers, 1)
+        self._spread(line, rep, "drop3")
+        partials = []
+        for layer in lane.pop("layer"):
+            ps = []
+            for i in range(gl):
+                columns = _columns(self._lane(layer, i, sum(shape)), shape)
+                for _ in range(2):
+                    columns = _compress_layer(self._wire, columns)
+                ps.append(_flatten(columns))
+            partials.append(Cat(*ps))
+        lane["partial"] = partials
+        self._spread(line, rep, "pattern_on")
+        return line, rep, lane
+
+    def _paper_c(self, line, rep, lane):
+        cw = self._count_bits
+        shape = _layer_shape(self.workers, 3)
+        lane["count"] = [
+            Cat(*(self._wire(_reduce(self._wire, _columns(
+                self._lane(partial, i, sum(shape)), shape), cw))
+                  for i in range(self._group_lanes)))
+            for partial in lane.pop("partial")]
+        return line, rep, lane
+
+    def _paper_d(self, line, rep, lane):
+        """Whole output lane.
+
+        A gated lane (a G-Ternary lane the pattern drops) reads W/2: a
+        constant under a condition, which the count bits' flip-flops take
+        by their synchronous set/reset, driven by the group's own control
+        copies.  The bits above the count are the raw bits of identity
+        lines and 0 otherwise.
+        """
+        w = self.workers
+        cw = self._count_bits
+        gl = self._group_lanes
+        h = self._half_bit
+        xform = rep.pop("xform")
+        drop3 = rep.pop("drop3")
+        pattern_on = rep.pop("pattern_on")
+        counts = lane.pop("count")
+        out = []
+        for g, data in enumerate(lane.pop("data")):
+            x = xform[g]
+            values, conds, const = [], [], 0
+            for i in range(gl):
+                # One condition per lane keeps each set/reset net short.
+                zero = self._wire(pattern_on[g] & drop3[g][(g * gl + i) % 3])
+                c = self._lane(counts[g], i, cw)
+                raw = self._lane(data, i, w)
+                for j in range(w):
+                    if j >= cw:
+                        # Plain logic: a set/reset here would be one more
+                        # LSR net per group, on the slowest paths.
+                        values.append(raw[j] & ~x)
+                        conds.append(None)
+                    else:
+                        values.append(Mux(x, c[j], raw[j]))
+                        conds.append(zero)
+                        const |= int(j == h) << (i * w + j)
+            out.append(_Gated(Cat(*values), conds, const))
+        lane["data"] = out
+        return line, rep, lane
+
+    # -- every other profile -----------------------------------------------------
+    #
+    # Built so that for W <= 8 each bit a step computes is a function of at
+    # most seven register outputs (one LUT4 with the slice's wide-function
+    # multiplexers on ECP5):
+    #
+    #   A  population count of each group of four worker bits; per line:
+    #      the output code (format, or identity), the margin limit; pattern
+    #      table halves TH[j][h] = (j mod P) < K for P = 8h + P[2:0]
+    #   B  the sign count c (pairs of 4-bit counts added); the pattern
+    #      table shifted by phase[0]: U[m] = T[m + phase[0]], and all ones
+    #      when the pattern gate does not apply
+    #   C  each output bit before gating, t = raw bit or lane value by
+    #      format (c, code and the raw bit); the margin drop |c - W/2| <
+    #      ceil(T/2) (c and the limit); the pattern shifted by phase[2:1]:
+    #      V[m] = U[m + 2 * phase[2:1]]
+    #   D  lane i's pattern keep V[i + 8 * phase[3]]; the output bit: t, or
+    #      the gated value (W/2 in COUNT format, else 0)
+
+    def _full_a(self, line, rep, lane):
         prof = self.profile
+        w = self.workers
         mode = line.pop("mode")
         fmt = line.pop("format")
         gate_kind = line.pop("gate_kind")
         threshold = line.pop("threshold")
         phase = line.pop("phase")
-        w = self.workers
 
         ternary = self._wire(mode == Mode.GTERNARY)
         if prof.has("gate_margin"):
-            gate_pattern = self._wire(ternary & (gate_kind == GateKind.PATTERN))
-            gate_margin = self._wire(ternary & (gate_kind == GateKind.MARGIN))
-            line["margin_limit"] = self._margin_limit(threshold, gate_margin)
+            pattern_on = self._wire(ternary & (gate_kind == GateKind.PATTERN))
+            # The limit and whether the gate applies travel apart (each a
+            # function of at most five inputs); step B combines the copies.
+            line["margin_limit"] = self._margin_limit(threshold)
+            line["gate_margin"] = ternary & (gate_kind == GateKind.MARGIN)
         else:
-            gate_pattern = ternary
-        line["xform"] = mode[1]
-        self._spread(line, rep, "xform")
-
-        if prof.has("format_margin") or prof.has("format_sign"):
-            # The 2-bit code travels as it is, decoded where it is used, so
-            # that a lane-value bit is one 6-input function of (c, format).
-            line["format"] = fmt
+            pattern_on = ternary
+        # The output code: the format for a transformed line (the formats the
+        # profile lacks, and the invalid code 3, read as COUNT), and
+        # _IDENTITY for a line that passes unchanged.
+        known = Const(0, 2)
+        if prof.has("format_margin"):
+            known = Mux(fmt == Format.MARGIN, Format.MARGIN, known)
+        if prof.has("format_sign"):
+            known = Mux(fmt == Format.SIGN, Format.SIGN, known)
+        line["code"] = Mux(mode[1], known, _IDENTITY)
 
         if prof.has("gate_pattern_programmable"):
-            # Pattern table T[j] = (j mod P) < K, j = 0 .. E + 14, so that lane
-            # i's gate is T[i + phase].  Here: for each quarter q of the
-            # period range (P = 4q .. 4q + 3) the entry selected by P[1:0], a
-            # function of K and P[1:0] only; step B picks the quarter.  Each
-            # group decodes its own copy of K and P.
-            line["pattern_on"] = gate_pattern
-            quarters = []
+            # Table halves: for each entry j and h in {0, 1}, K > (j mod P)
+            # for P = 8h + P[2:0], one 7-input function each.  Written as a
+            # comparison with the selected residue (not as a table lookup,
+            # in which synthesis can see a flip-flop reset that costs a LUT
+            # on the clock-enable path).  Each group reads its own copy of
+            # K and P; the entries past the last lane have copies of their own.
+            halves = []
             for g in range(self.groups):
-                entries = []
+                bits = []
                 for j in self._table_entries(g):
                     keep = rep["keep"][self._entry_copy(j)]
                     period = rep["period"][self._entry_copy(j)]
-                    for q in range(4):
-                        # K > (j mod P) for P = 4q + P[1:0]: a 6-input function,
-                        # one LUT level.  Written as a comparison with the
-                        # selected residue (not a table): a table lookup lets
-                        # synthesis see a flip-flop reset in it, which costs a
-                        # LUT on the clock-enable path.
-                        residues = [j % p if p else 0 for p in range(4 * q, 4 * q + 4)]
-                        residue = Cat(*(Const(r, 4) for r in residues)).word_select(period[:2], 4)
-                        entries.append(keep > residue)
-                quarters.append(Cat(*entries))
-            lane["pattern_quarter"] = quarters
+                    for h in range(2):
+                        residues = [j % p if p else 0 for p in range(8 * h, 8 * h + 8)]
+                        residue = Cat(*(Const(r, 4) for r in residues)).word_select(period[:3], 4)
+                        bits.append(keep > residue)
+                halves.append(Cat(*bits))
+            lane["pattern_half"] = halves
             rep.pop("keep")
-            rep["period_high"] = [period[2:] for period in rep.pop("period")]
+            rep["period_top"] = [period[3] for period in rep.pop("period")]
+            line["pattern_on"] = pattern_on
             line["phase"] = phase
-            self._spread(line, rep, "phase")
         else:
-            # The paper's fixed 2-of-3 gate: lane i is kept iff
-            # (phase + i) mod 3 < 2, so three bits serve the whole line.
-            # ``drop3`` depends on the phase alone (one LUT each); whether
-            # the gate applies at all travels separately as ``pattern_on``.
-            drop = []
-            for residue in range(3):
-                table = sum(1 << ph for ph in range(_FIELD_VALUES)
-                            if (ph + residue) % 3 >= 2)
-                drop.append(self._wire(Const(table, _FIELD_VALUES).bit_select(phase, 1)))
-            line["drop3"] = Cat(*drop)
-            line["keep3"] = Cat(*(~d | ~gate_pattern for d in drop))
-            line["pattern_on"] = gate_pattern
+            line["keep3"] = Cat(*(~d | ~pattern_on for d in self._drop3(phase)))
+        # Per-group copies (through the spread tree) by step C; the pattern
+        # shift's controls by step B.
+        self._spread(line, rep, *(k for k in ("code", "margin_limit", "gate_margin", "keep3",
+                                               "pattern_on", "phase") if k in line))
 
-        layers = []
+        counts = []
         for data in lane["data"]:
             bits = []
             for i in range(self._group_lanes):
                 x = self._lane(data, i, w)
-                if not self._chunk_count:
-                    bits.append(_flatten(_compress_layer(self._wire, [[x[k] for k in range(w)]])))
-                    continue
                 for k in range(0, w, 4):
                     # Population count of four bits: three 4-input functions.
                     bits.append(self._wire((x[k] + x[k + 1] + x[k + 2] + x[k + 3])[:3]))
-            layers.append(Cat(*bits))
-        lane["layer"] = layers
+            counts.append(Cat(*bits))
+        lane["chunk"] = counts
         return line, rep, lane
 
-    def _margin_limit(self, threshold, gate_margin):
+    def _margin_limit(self, threshold):
         """The margin gate keeps a lane iff d = |c - W/2| >= this limit.
 
         |2c - W| >= T  <=>  d >= ceil(T/2).  The limit saturates to all ones
-        (above every d, so nothing is kept) for T > W, and is 0 (everything
-        kept) unless the MARGIN gate applies.  Each bit is a table lookup
-        on T, which maps to one LUT rather than a carry chain.
+        (above every d, so nothing is kept) for T > W.  Each bit is a table
+        lookup on T, which maps to one LUT rather than a carry chain.
         """
         w = self.workers
         width = (w // 2 + 1).bit_length()
@@ -394,53 +518,160 @@ class Datapath(wiring.Component):
                  else (1 << width) - 1 for t in values]
         bits = [Const(sum((limit[t] >> b & 1) << t for t in values), len(values))
                 .bit_select(threshold, 1) for b in range(width)]
-        return Cat(*bits) & gate_margin.replicate(width)
+        return Cat(*bits)
 
-    def _step_b(self, line, rep, lane):
-        """Two more full-adder layers of each lane's popcount; pattern table."""
+    def _full_b(self, line, rep, lane):
         gl = self._group_lanes
         chunks = self.workers // 4
-        shape = _layer_shape(self.workers, 1)
-        self._spread(line, rep, *(k for k in ("margin_limit", "format", "keep3", "drop3")
-                                   if k in line))
-        partials = []
-        for layer in lane.pop("layer"):
-            ps = []
+        if "gate_margin" in rep:
+            # Per group: the limit, 0 (nothing dropped) unless the margin
+            # gate applies.
+            limits, gates = rep.pop("margin_limit"), rep.pop("gate_margin")
+            rep["margin_limit"] = [limit & gate.replicate(len(limit))
+                                   for limit, gate in zip(limits, gates)]
+        sums = []
+        for chunk in lane.pop("chunk"):
+            ss = []
             for i in range(gl):
-                if not self._chunk_count:
-                    columns = _columns(self._lane(layer, i, sum(shape)), shape)
-                    for _ in range(2):
-                        columns = _compress_layer(self._wire, columns)
-                    ps.append(_flatten(columns))
-                    continue
-                counts = [self._lane(layer, i * chunks + k, 3) for k in range(chunks)]
+                counts = [self._lane(chunk, i * chunks + k, 3) for k in range(chunks)]
                 if chunks == 1:
-                    ps.append(counts[0])
+                    ss.append(counts[0])
                 # Pairs of 3-bit counts (0..4) to 4-bit sums: each sum bit a
-                # function of at most six inputs, one LUT level.
-                ps.extend(self._wire(counts[k] + counts[k + 1]) for k in range(0, chunks - 1, 2))
-            partials.append(Cat(*ps))
-        lane["partial"] = partials
+                # function of at most six inputs.  For W = 8 the pair is the
+                # count c; for W = 16 step C adds the two pairs.
+                ss.extend(self._wire(counts[k] + counts[k + 1]) for k in range(0, chunks - 1, 2))
+            sums.append(Cat(*ss))
+        lane["sum"] = sums
 
-        if "period_high" in rep:
-            high = rep.pop("period_high")
-            tables = []
-            for g, quarters in enumerate(lane.pop("pattern_quarter")):
-                tables.append(Cat(self._lane(quarters, k, 4).bit_select(high[self._entry_copy(j)], 1)
-                                  for k, j in enumerate(self._table_entries(g))))
-            lane["pattern"] = tables
-        if "pattern_on" in line:
-            self._spread(line, rep, "pattern_on")
+        if "pattern_half" in lane:
+            # U[m] = T[m + phase[0]], T[j] the half that P[3] selects; all
+            # ones (keep) when the pattern gate does not apply.  Seven inputs.
+            halves = lane.pop("pattern_half")
+            top = rep.pop("period_top")
+            # Step D reads V up to entry E + 7, so V needs U up to E + 13.
+            last = self.lanes + 13
+            shifted = []
+            for g in range(self.groups):
+                bits = []
+                for m in self._table_entries(g):
+                    if m > last:
+                        break
+                    sel = top[self._entry_copy(m)]
+                    t0 = self._pattern_window(halves, m, 1, width=2).bit_select(sel, 1)
+                    t1 = self._pattern_window(halves, m + 1, 1, width=2).bit_select(sel, 1)
+                    bits.append(~rep["pattern_on"][g] | Mux(rep["phase"][g][0], t1, t0))
+                shifted.append(Cat(*bits))
+            lane["pattern_u"] = shifted
+            rep.pop("pattern_on")
+            rep["phase"] = [ph[1:] for ph in rep["phase"]]
         return line, rep, lane
 
-    @property
-    def _chunk_count(self):
-        """Population count by groups of four bits, pairs added in step B
-        (the count is ready for step C's format and margin logic), rather
-        than the full-adder tree over steps A to C, which takes fewer cells
-        and serves the paper profile, whose step C has nothing else to do."""
-        return self.profile.has("format_margin") or self.profile.has("format_sign") \
-            or self.profile.has("gate_margin")
+    def _full_c(self, line, rep, lane):
+        w = self.workers
+        cw = self._count_bits
+        gl = self._group_lanes
+        codes = rep.pop("code")
+        limits = rep.pop("margin_limit", None)
+        chunks = self.workers // 4
+        values, margin_drop = [], []
+        for g, (sums, data) in enumerate(zip(lane.pop("sum"), lane["data"])):
+            ts, mz = [], []
+            for i in range(gl):
+                if chunks == 4:
+                    pair = self._lane(sums, i, 8)
+                    c = self._wire((pair[:4] + pair[4:])[:cw])
+                else:
+                    c = self._lane(sums, i, cw)
+                ts.append(self._output_bits(c, codes[g], self._lane(data, i, w)))
+                if limits is not None:
+                    # The limit is 0 (nothing dropped) unless the margin
+                    # gate applies.  c and the limit: seven inputs for W = 8.
+                    mz.append(self._distance(c) < limits[g])
+            values.append(Cat(*ts))
+            if mz:
+                margin_drop.append(Cat(*mz))
+        lane["data"] = values
+        if margin_drop:
+            lane["margin_drop"] = margin_drop
+        # A gated lane reads W/2 in COUNT format, 0 otherwise.
+        rep["gated_half"] = [code == Format.COUNT for code in codes]
+
+        if "pattern_u" in lane:
+            # V[m] = U[m + 2 * phase[2:1]]: a 4:1 multiplexer, six inputs.
+            shifted = lane.pop("pattern_u")
+            last = self.lanes + 7
+            out = []
+            for g in range(self.groups):
+                sel = rep["phase"][g][:2]
+                out.append(Cat(*(self._pattern_window(shifted, m, 4, 2).bit_select(sel, 1)
+                                 for m in self._table_entries(g) if m <= last)))
+            lane["pattern_v"] = out
+            rep["phase"] = [ph[2] for ph in rep["phase"]]
+        return line, rep, lane
+
+    def _output_bits(self, c, code, raw):
+        """Output lane before gating: the raw lane for _IDENTITY, else the
+        lane value by format.  Bit j is a function of c, the code and raw
+        bit j (seven inputs for W = 8)."""
+        w = self.workers
+        h = w // 2
+        identity = code == _IDENTITY
+        count_ok = code == Format.COUNT
+        margin = self._wire(c * 2 - w)          # sign-extended to W bits below
+        margin = Cat(margin, margin[-1].replicate(max(0, w - len(margin))))[:w]
+        lt = self._wire(c < h)
+        bits = []
+        for j in range(w):
+            value = Const(0)
+            if self.profile.has("format_margin"):
+                value = value | (margin[j] & (code == Format.MARGIN))
+            if self.profile.has("format_sign"):
+                sign_j = (c != h) if j == 0 else lt
+                value = value | (sign_j & (code == Format.SIGN))
+            if j < len(c):
+                value = value | (c[j] & count_ok)
+            bits.append(Mux(identity, raw[j], value))
+        return Cat(*bits)
+
+    def _full_d(self, line, rep, lane):
+        w = self.workers
+        gl = self._group_lanes
+        h = self._half_bit
+        gated_half = rep.pop("gated_half")
+        margin_drop = lane.pop("margin_drop", None)
+        if "pattern_v" in lane:
+            shifted = lane.pop("pattern_v")
+            top = rep.pop("phase")
+            keeps = [Cat(*(Mux(top[g], self._pattern_window(shifted, g * gl + i + 8, 1),
+                               self._pattern_window(shifted, g * gl + i, 1))
+                           for i in range(gl)))
+                     for g in range(self.groups)]
+        else:
+            keep3 = rep.pop("keep3")
+            keeps = [Cat(*(keep3[g][(g * gl + i) % 3] for i in range(gl)))
+                     for g in range(self.groups)]
+        out = []
+        for g, data in enumerate(lane.pop("data")):
+            lanes = []
+            for i in range(gl):
+                zero = ~keeps[g][i]
+                if margin_drop is not None:
+                    zero = zero | margin_drop[g][i]
+                t = self._lane(data, i, w)
+                bits = []
+                for j in range(w):
+                    # AND/OR rather than a multiplexer on ``zero``: a
+                    # multiplexer to a constant becomes a flip-flop
+                    # synchronous reset, which under the clock enable costs
+                    # one more LUT on the enable path.
+                    bit = t[j] & ~zero
+                    bits.append(bit | (zero & gated_half[g]) if j == h else bit)
+                lanes.append(Cat(*bits))
+            out.append(Cat(*lanes))
+        lane["data"] = out
+        return line, rep, lane
+
+    # -- helpers of the steps ------------------------------------------------------
 
     @property
     def _tail_copies(self):
@@ -469,217 +700,15 @@ class Datapath(wiring.Component):
         above = (c - w // 2).as_unsigned()[:width]
         return (below & neg.replicate(width)) | (above & (~neg).replicate(width))
 
-    def _pattern_window(self, tables, lane_index, span, stride=1):
-        """Pattern table entries ``lane_index + k * stride``, k < ``span``."""
+    def _pattern_window(self, tables, index, span, stride=1, width=1):
+        """Fields ``index + k * stride`` (k < ``span``, ``width`` bits each) of
+        per-entry vectors held by group (one field per table entry)."""
         gl = self._group_lanes
-        bits = []
-        for j in range(lane_index, lane_index + span * stride, stride):
+        fields = []
+        for j in range(index, index + span * stride, stride):
             owner = min(j // gl, self.groups - 1)
-            bits.append(tables[owner][j - owner * gl])
-        return Cat(*bits)
-
-    def _format_flags(self, code):
-        """(COUNT, MARGIN, SIGN) flags of a format code; the formats the
-        profile lacks, and the invalid code 3, read as COUNT."""
-        prof = self.profile
-        margin = (code == Format.MARGIN) if prof.has("format_margin") else Const(0)
-        sign = (code == Format.SIGN) if prof.has("format_sign") else Const(0)
-        return ~margin & ~sign, margin, sign
-
-    def _lane_value(self, c, fmt):
-        """Lane value by format, before gating."""
-        w = self.workers
-        h = w // 2
-        count_ok, margin_ok, sign_ok = self._format_flags(fmt)
-        margin = self._wire(c * 2 - w)         # sign-extended to W bits below
-        margin = Cat(margin, margin[-1].replicate(max(0, w - len(margin))))[:w]
-        lt = self._wire(c < h)
-        bits = []
-        for j in range(w):
-            sign_j = (c != h) if j == 0 else lt
-            bit = (margin[j] & margin_ok) | (sign_j & sign_ok)
-            if j < len(c):
-                bit = bit | (c[j] & count_ok)
-            bits.append(bit)
-        return Cat(*bits)
-
-    def _step_c(self, line, rep, lane):
-        """Gate bits of each lane; lane value by format."""
-        w = self.workers
-        cw = self._count_bits
-        gl = self._group_lanes
-        counts, dists = [], []
-        shape = _layer_shape(w, 3)
-        for partial in lane.pop("partial"):
-            cs = []
-            for i in range(gl):
-                if not self._chunk_count:
-                    cs.append(self._wire(_reduce(self._wire, _columns(
-                        self._lane(partial, i, sum(shape)), shape), cw)))
-                elif w == 16:
-                    p = self._lane(partial, i, 8)
-                    cs.append(self._wire((p[:4] + p[4:])[:cw]))
-                else:
-                    cs.append(self._wire(self._lane(partial, i, cw)))
-            counts.append(Cat(*cs))
-            if "margin_limit" in rep:
-                dists.append(Cat(*(self._distance(c) for c in cs)))
-        keep3 = rep.pop("keep3", None)
-        if keep3 is not None and "format" not in rep and "margin_limit" not in rep:
-            # Paper profile: the count now, the output lane in step D.
-            lane["count"] = counts
-            return line, rep, lane
-        rep.pop("drop3", None)
-
-        dists = dists or None
-        limits = rep.pop("margin_limit", None)
-        tables = lane.pop("pattern", None)
-        phases = rep.pop("phase", None)
-        pattern_on = rep.pop("pattern_on", None)
-        xform = rep["xform"]
-        fmts = rep.get("format")
-        pattern_gates, margin_zero, pattern_zero, values = [], [], [], []
-        if tables is not None:
-            # The phase shift in two 4:1 steps: here the long one,
-            # S[m] = T[m + 4 * phase[3:2]]; in step D the short one, lane i's
-            # gate S[i + phase[1:0]], next to the lane.
-            shifted = []
-            for g in range(self.groups):
-                high = phases[self._copy(g)][2:]
-                entries = [j for j in self._table_entries(g) if j < self.lanes + 3]
-                shifted.append(Cat(*(self._pattern_window(tables, j, 4, 4).bit_select(high, 1)
-                                     for j in entries)))
-            lane["pattern_shift"] = shifted
-            rep["phase_low"] = [ph[:2] for ph in phases]
-        for g in range(self.groups):
-            cg = self._copy(g)
-            x = xform[cg]
-            pg, mz, pz, vs = [], [], [], []
-            for i in range(gl):
-                index = g * gl + i
-                c = self._lane(counts[g], i, cw)
-                if tables is None:
-                    pg.append(keep3[cg][index % 3])
-                if dists is not None:
-                    d = self._lane(dists[g], i, len(dists[g]) // gl)
-                    # The limit is 0 (d < 0 never holds) unless the margin
-                    # gate applies, which implies a transformed line.
-                    mz.append(d < limits[cg])
-                if fmts is not None:
-                    vs.append(self._lane_value(c, fmts[cg]))
-                else:
-                    vs.append(Cat(c, Const(0, w - cw)))
-            if pg:
-                pattern_gates.append(Cat(*pg))
-            if mz:
-                margin_zero.append(Cat(*mz))
-            if pattern_on is not None:
-                pattern_zero.append(x & pattern_on[cg])
-            values.append(Cat(*vs))
-        if pattern_gates:
-            lane["pattern_gate"] = pattern_gates
-        if margin_zero:
-            lane["margin_zero"] = margin_zero
-        if pattern_zero:
-            rep["pattern_zero"] = pattern_zero
-        lane["value"] = values
-        return line, rep, lane
-
-    def _paper_output(self, line, rep, lane):
-        """Whole output lane when the only gate is the fixed 2-of-3 pattern
-        and the only format is COUNT (the paper profile).
-
-        A gated lane (a G-Ternary lane the pattern drops) reads W/2: a
-        constant under a condition, which the count bits' flip-flops take
-        by their synchronous set/reset, driven by the group's own control
-        copies.  The bits above the count are the raw bits of identity
-        lines and 0 otherwise.
-        """
-        w = self.workers
-        cw = self._count_bits
-        gl = self._group_lanes
-        h = self._half_bit
-        xform = rep.pop("xform")
-        drop3 = rep.pop("drop3")
-        pattern_on = rep.pop("pattern_on")
-        counts = lane.pop("count")
-        out = []
-        for g, data in enumerate(lane.pop("data")):
-            cg = self._copy(g)
-            x = xform[cg]
-            values, conds, const = [], [], 0
-            for i in range(gl):
-                # One condition per lane keeps each set/reset net short.
-                zero = self._wire(pattern_on[cg] & drop3[cg][(g * gl + i) % 3])
-                c = self._lane(counts[g], i, cw)
-                raw = self._lane(data, i, w)
-                for j in range(w):
-                    if j >= cw:
-                        # Plain logic: a set/reset here would be one more
-                        # LSR net per group, on the slowest paths.
-                        values.append(raw[j] & ~x)
-                        conds.append(None)
-                    else:
-                        values.append(Mux(x, c[j], raw[j]))
-                        conds.append(zero)
-                        const |= int(j == h) << (i * w + j)
-            out.append(_Gated(Cat(*values), conds, const))
-        lane["data"] = out
-        return line, rep, lane
-
-    def _step_d(self, line, rep, lane):
-        """Gate the lane values; identity lines pass unchanged."""
-        if "count" in lane:
-            return self._paper_output(line, rep, lane)
-        w = self.workers
-        gl = self._group_lanes
-        h = self._half_bit
-        xform = rep.pop("xform")
-        fmts = rep.pop("format", None)
-        pattern_zero = rep.pop("pattern_zero", None)
-        values = lane.pop("value")
-        pattern_gates = lane.pop("pattern_gate", None)
-        if pattern_gates is None:
-            shifted = lane.pop("pattern_shift")
-            low = rep.pop("phase_low")
-            pattern_gates = [Cat(*(self._wire(self._pattern_window(shifted, g * gl + i, 4)
-                                              .bit_select(low[self._copy(g)], 1))
-                                   for i in range(gl)))
-                             for g in range(self.groups)]
-        margin_zero = lane.pop("margin_zero", None)
-        out = []
-        for g, data in enumerate(lane.pop("data")):
-            cg = self._copy(g)
-            x = xform[cg]
-            # A gated lane reads W/2 in COUNT format and 0 otherwise.
-            gated_half = self._format_flags(fmts[cg])[0] if fmts is not None else Const(1)
-            lanes = []
-            for i in range(gl):
-                # The pattern gate zeroes where it applies (``pattern_zero``:
-                # a transformed G-Ternary PATTERN line, or for the fixed
-                # gate folded into the gate bit already), the margin gate
-                # where its lane says so.
-                if pattern_zero is not None:
-                    zero = pattern_zero[g] & ~pattern_gates[g][i]
-                else:
-                    zero = x & ~pattern_gates[g][i]
-                if margin_zero is not None:
-                    zero = zero | margin_zero[g][i]
-                zero = self._wire(zero)
-                v = self._lane(values[g], i, w)
-                raw = self._lane(data, i, w)
-                bits = []
-                for j in range(w):
-                    # AND/OR rather than a multiplexer on ``zero``: a
-                    # multiplexer to a constant becomes a flip-flop
-                    # synchronous reset, which under the clock enable costs
-                    # one more LUT on the enable path.
-                    bit = Mux(x, v[j], raw[j]) & ~zero
-                    bits.append(bit | (zero & gated_half) if j == h else bit)
-                lanes.append(Cat(*bits))
-            out.append(Cat(*lanes))
-        lane["data"] = out
-        return line, rep, lane
+            fields.append(self._lane(tables[owner], j - owner * gl, width))
+        return Cat(*fields)
 
     # -- elaboration -------------------------------------------------------------
 
@@ -687,33 +716,37 @@ class Datapath(wiring.Component):
         m = self._module = Module()
         groups = self.groups
 
-        # One clock enable per stage and copy, ``en[s][c] = out_ready |
-        # ~out_valid[s][c]``: copies 0..groups-1 serve the groups, copy
-        # ``groups`` the per-line registers.  Each (stage, copy) pair keeps
-        # its own valid chain (STAGES bits, ``out_valid[s][c]`` at its end),
-        # so the enable that drives one stage of one group is
-        # computed from flip-flops that sit beside it: no enable net crosses
-        # the pipeline.  All chains hold the same values (they load the same
-        # input under equal enables); each closes a loop through its own
-        # enable, so synthesis keeps them apart.
-        copies = groups + 1
-        line_en = groups
+        # One clock enable per stage and copy, ``out_ready | ~out_valid``:
+        # copy g < groups serves group g, copy ``line`` the per-line
+        # registers, copy ``tree<g>`` the spread tree's registers that serve
+        # groups g.. g + SPREAD_FANOUT - 1, and each of the pattern table's
+        # own K and P copies its registers.  Each (stage, copy) pair keeps its own valid chain
+        # (STAGES bits, the copy of ``out_valid`` at its end), so the enable
+        # that drives one stage of one copy is computed from flip-flops that
+        # sit beside it: no enable net crosses the pipeline.  All chains hold
+        # the same values (they load the same input under equal enables);
+        # each closes a loop through its own enable, so synthesis keeps them
+        # apart.  A chain is built when a register first asks for it.
         stages = self.stages
-        out_valid = [[Signal(name=f"out_valid_{s}_{c}") for c in range(copies)]
-                     for s in range(stages)]
-        en = [[Signal(name=f"en_{s}_{c}") for c in range(copies)] for s in range(stages)]
-        for s in range(stages):
-            for c in range(copies):
-                m.d.comb += en[s][c].eq(self.out_ready | ~out_valid[s][c])
+        chains = {}
+
+        def enable(s, copy):
+            if (s, copy) not in chains:
+                en = Signal(name=f"en_{s}_{copy}")
+                last = Signal(name=f"out_valid_{s}_{copy}")
+                m.d.comb += en.eq(self.out_ready | ~last)
                 v = self.in_valid
-                with m.If(en[s][c]):
+                with m.If(en):
                     for k in range(stages):
-                        q = out_valid[s][c] if k == stages - 1 else \
-                            Signal(name=f"valid_{s}_{c}_{k}")
+                        q = last if k == stages - 1 else Signal(name=f"valid_{s}_{copy}_{k}")
                         m.d.sync += q.eq(v)
                         v = q
+                chains[s, copy] = en, last
+            return chains[s, copy][0]
+
+        line_en = "line"
         # Not ready while in reset: a line offered then would be lost.
-        m.d.comb += self.in_ready.eq(en[0][line_en] & ~ResetSignal())
+        m.d.comb += self.in_ready.eq(enable(0, line_en) & ~ResetSignal())
 
         reset_en = {}
 
@@ -722,9 +755,8 @@ class Datapath(wiring.Component):
             # flip-flop's initial value is its set/reset value.
             init = value.const if isinstance(value, _Gated) else 0
             reg = Signal(len(value), name=name, reset_less=True, init=init)
-            # Copies past the last group (the pattern table's own K and P
-            # copies) take the per-line copy's enable.
-            en_g = en[s][min(g, line_en)]
+            # Copies past the last group are the pattern table's own K and P.
+            en_g = enable(s, f"kp{g - groups}" if isinstance(g, int) and g >= groups else g)
             if not isinstance(value, _Gated):
                 with m.If(en_g):
                     m.d.sync += reg.eq(value)
@@ -749,8 +781,10 @@ class Datapath(wiring.Component):
             if n <= SPREAD_FANOUT or any(v is not values[0] for v in values):
                 return [register(v, f"s{index}_{name}_r{c}", index, c)
                         for c, v in enumerate(values)]
+            # The tree's registers sit between their groups, so they keep
+            # enables of their own rather than stretching a group's.
             per = SPREAD_FANOUT
-            tree = [register(values[0], f"s{index}_{name}_t{c}", index, c)
+            tree = [register(values[0], f"s{index}_{name}_t{c}", index, f"tree{c}")
                     for c in range(0, n, per)]
             return [tree[c // per] for c in range(n)]
 
@@ -773,7 +807,7 @@ class Datapath(wiring.Component):
         gb = self.group_bits
         lane = {"data": [self.in_data[g * gb:(g + 1) * gb]
                          for g in range(groups)]}
-        steps = (self._step_a, self._step_b, self._step_c, self._step_d)
+        steps = self._steps()
         index = 0
         for boundary, count in enumerate(PLACEMENT[self.stages]):
             for _ in range(count):
@@ -792,7 +826,7 @@ class Datapath(wiring.Component):
             and set(lane) == {"data"}, (sorted(line), sorted(rep), sorted(lane))
 
         m.d.comb += [
-            self.out_valid.eq(out_valid[stages - 1][line_en]),
+            self.out_valid.eq(chains[stages - 1, line_en][1]),
             self.out_data.eq(Cat(*lane["data"])),
             self.out_tag.eq(line["tag"]),
         ]

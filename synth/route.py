@@ -126,10 +126,20 @@ def main(argv=None):
     p.add_argument("--out", default="route", help="report stem under build/reports")
     p.add_argument("--cached-only", action="store_true",
                    help="report the routes already in the cache, run none")
+    p.add_argument("--nextpnr-args", metavar="ARGS",
+                   help="design exploration: use these nextpnr arguments (one string) "
+                        "instead of flow.toml's nextpnr_args; cached under their own key")
+    p.add_argument("--synth", metavar="SCRIPT",
+                   help="design exploration: use this ECP5 synthesis command instead of "
+                        "flow.toml's")
     args = p.parse_args(argv)
 
     cfg = flowlib.settings()
     ecfg = cfg["ecp5"]
+    if args.nextpnr_args is not None:
+        ecfg["nextpnr_args"] = args.nextpnr_args.split()
+    if args.synth is not None:
+        ecfg["synth"] = args.synth
     sw = cfg["sweep"]
     if args.line_bits:
         configs = [Config(pr, lb, sw["workers"], st)
