@@ -90,6 +90,9 @@ SPREAD_FANOUT = 8
 #: Number of values the 4-bit gate period, keep and phase inputs can carry.
 _FIELD_VALUES = 1 << FIELD_WIDTHS["gate_phase"]
 
+#: The shift that phase[3] selects in step D of the full profile.
+_PHASE_TOP = _FIELD_VALUES // 2
+
 #: Output code of a line that passes unchanged (codes 0..2 are the formats).
 _IDENTITY = 3
 
@@ -548,8 +551,8 @@ class Datapath(wiring.Component):
             # ones (keep) when the pattern gate does not apply.  Seven inputs.
             halves = lane.pop("pattern_half")
             top = rep.pop("period_top")
-            # Step D reads V up to entry E + 7, so V needs U up to E + 13.
-            last = self.lanes + 13
+            # V[m] reads U up to m + 6.
+            last = self._last_v_entry + 6
             shifted = []
             for g in range(self.groups):
                 bits = []
@@ -599,7 +602,7 @@ class Datapath(wiring.Component):
         if "pattern_u" in lane:
             # V[m] = U[m + 2 * phase[2:1]]: a 4:1 multiplexer, six inputs.
             shifted = lane.pop("pattern_u")
-            last = self.lanes + 7
+            last = self._last_v_entry
             out = []
             for g in range(self.groups):
                 sel = rep["phase"][g][:2]
@@ -642,7 +645,7 @@ class Datapath(wiring.Component):
         if "pattern_v" in lane:
             shifted = lane.pop("pattern_v")
             top = rep.pop("phase")
-            keeps = [Cat(*(Mux(top[g], self._pattern_window(shifted, g * gl + i + 8, 1),
+            keeps = [Cat(*(Mux(top[g], self._pattern_window(shifted, g * gl + i + _PHASE_TOP, 1),
                                self._pattern_window(shifted, g * gl + i, 1))
                            for i in range(gl)))
                      for g in range(self.groups)]
@@ -672,6 +675,11 @@ class Datapath(wiring.Component):
         return line, rep, lane
 
     # -- helpers of the steps ------------------------------------------------------
+
+    @property
+    def _last_v_entry(self):
+        """Last entry of V that step D reads: lane E - 1 shifted by phase[3]."""
+        return self.lanes - 1 + _PHASE_TOP
 
     @property
     def _tail_copies(self):
