@@ -17,7 +17,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench envelope envelope-rtl functional regdocs synth route ge report clean
+.PHONY: all help venv verilog lint test test-quick bench envelope envelope-rtl functional regdocs synth route ge endpoints report clean
 
 all: verilog report
 
@@ -35,6 +35,7 @@ help:
 	@echo "make synth        Yosys generic-cell synthesis of the datapath, both profiles -> build/reports/synth.*"
 	@echo "make route        ECP5 out-of-context place and route, 3 seeds each -> build/reports/route.*"
 	@echo "make ge           gate-equivalent area/energy/2 GHz slack model -> build/reports/ge.*"
+	@echo "make endpoints    flip-flop input arrivals by driver after routing, 512 bits -> build/reports/endpoints.*"
 	@echo "make report       all of the above -> build/reports/hardware.md with plots"
 	@echo "make venv         create or refresh .venv"
 	@echo "make clean        remove build/"
@@ -85,7 +86,10 @@ route: $(STAMP)
 ge: synth
 	$(PY) synth/ge.py
 
-report: synth route ge
+endpoints: $(STAMP)
+	$(PY) synth/endpoints.py --jobs $(JOBS)
+
+report: synth route ge endpoints
 	$(PY) synth/report.py
 
 clean:

@@ -1,7 +1,8 @@
 """`make report`: the hardware plausibility report, ours beside the paper's.
 
-Reads ``build/reports/{synth,route,ge,feature_cost}.json`` (written by
-``make synth``, ``make route``, ``make ge``) and writes
+Reads ``build/reports/{synth,route,ge,feature_cost,endpoints}.json``
+(written by ``make synth``, ``make route``, ``make ge``, ``make
+endpoints``) and writes
 ``build/reports/hardware.md`` with PNG plots next to it.
 
     python synth/report.py
@@ -124,7 +125,7 @@ def check(ok):
     return "**met**" if ok else "**not met**"
 
 
-def build(synth, route, ge, features):
+def build(synth, route, ge, features, endpoints=()):
     sw = flowlib.settings()["sweep"]
     ws, sbits = sw["width_stages"], sw["stages_width"]
     fmax = median_fmax(route)
@@ -266,6 +267,26 @@ def build(synth, route, ge, features):
               f"{f['logic_cells']:,} | {f['registers']:,} |" for f in features]
         L.append("")
 
+    # -- endpoints -------------------------------------------------------------------
+    if endpoints:
+        L += ["## Where the clock period goes (`make endpoints`)", "",
+              "Flip-flop inputs after place and route (one seed), by what drives them, and "
+              "how many arrive later than the target period (setup not included). A wide "
+              "LUT (LUT5..LUT7: LUT4s joined by the slice's PFUMX/L6MUX) reaches a "
+              "flip-flop only through routing; a LUT4 can sit in its flip-flop's slice. "
+              "Register groups: `endpoints.md`.", "",
+              "| profile | LINE_BITS | Fmax MHz | late / inputs | " +
+              " | ".join(f"{c} (late)" for c in ("LUT4 -> FF (DI)", "wide LUT -> FF (M)",
+                                                  "clock enable")) + " |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+        for r in endpoints:
+            cls = {c["class"]: c for c in r["classes"]}
+            cells = [f"{cls[c]['endpoints']:,} ({cls[c]['late']})" if c in cls else "0"
+                     for c in ("LUT4 -> FF (DI)", "wide LUT -> FF (M)", "clock enable")]
+            L.append(f"| {r['profile']} | {r['line_bits']} | {r['fmax_mhz']:.1f} | "
+                     f"{r['late']:,} / {r['endpoints']:,} | " + " | ".join(cells) + " |")
+        L.append("")
+
     # -- method ----------------------------------------------------------------------
     ecfg = flowlib.settings()["ecp5"]
     L += ["## Method", "",
@@ -285,12 +306,13 @@ def build(synth, route, ge, features):
 
 
 def main(argv=None):
-    synth, route, ge, features = (load(s) for s in ("synth", "route", "ge", "feature_cost"))
+    synth, route, ge, features, endpoints = (
+        load(s) for s in ("synth", "route", "ge", "feature_cost", "endpoints"))
     if not synth:
         print("no build/reports/synth.json: run `make synth` first", file=sys.stderr)
         return 1
     path = flowlib.REPORTS / "hardware.md"
-    path.write_text(build(synth, route, ge, features))
+    path.write_text(build(synth, route, ge, features, endpoints))
     print(f"wrote {path}")
     return 0
 

