@@ -274,7 +274,8 @@ def build(synth, route, ge, features, endpoints=()):
               "how many arrive later than the target period (setup not included). A wide "
               "LUT (LUT5..LUT7: LUT4s joined by the slice's PFUMX/L6MUX) reaches a "
               "flip-flop only through routing; a LUT4 can sit in its flip-flop's slice. "
-              "Register groups: `endpoints.md`.", "",
+              "Register groups: `endpoints.md`; what this means for each profile, and "
+              "what would move the full profile's limit: `docs/hardware.md`.", "",
               "| profile | LINE_BITS | Fmax MHz | late / inputs | " +
               " | ".join(f"{c} (late)" for c in ("LUT4 -> FF (DI)", "wide LUT -> FF (M)",
                                                   "clock enable")) + " |",
