@@ -18,8 +18,8 @@ input.  Each input is classified by what drives it:
 
 and by register group (the signal name without its copy index).  Writes
 ``build/reports/endpoints.{json,md}``: per configuration, the arrivals
-per class and the groups with the most inputs later than the target
-period.
+per class (median, worst, and a histogram in 0.25 ns bins) and the groups
+with the most inputs later than the target period.
 
     python synth/endpoints.py [--line-bits 512 ...] [--profiles ...]
                               [--stages 5] [--seed 1] [--jobs N] [--smoke]
@@ -40,6 +40,13 @@ CLASSES = ["LUT4 -> FF (DI)", "LUT4 -> FF (M)", "wide LUT -> FF (M)", "FF -> FF"
 
 #: Register groups listed per configuration in the Markdown report.
 TOP_GROUPS = 12
+
+#: Width of the arrival histogram's bins (ns); the last bin holds the rest.
+HIST_BIN_NS = 0.25
+HIST_BINS = 28
+
+#: Version of the summary a cached row holds (part of its cache key).
+SUMMARY_VERSION = 2
 
 _COPY = re.compile(r"_(g|r|t)\d+$")
 _VALID = re.compile(r"^(out_)?valid_\d+_")
@@ -95,23 +102,26 @@ def summarize(report, target_mhz):
     for cls in CLASSES:
         if cls in by_class:
             a = by_class[cls]["arrivals"]
+            hist = [0] * HIST_BINS
+            for x in a:
+                hist[min(int(x / HIST_BIN_NS), HIST_BINS - 1)] += 1
             classes.append({"class": cls, "endpoints": len(a), "late": by_class[cls]["late"],
                             "median_ns": round(statistics.median(a), 3),
-                            "worst_ns": round(max(a), 3)})
+                            "worst_ns": round(max(a), 3), "histogram": hist})
     groups = sorted(({"group": name, "endpoints": g["endpoints"], "late": g["late"],
                       "worst_ns": round(g["worst_ns"], 3),
                       "late_by": ", ".join(f"{k} {v}" for k, v in
                                            sorted(g["classes"].items(), key=lambda kv: -kv[1]))}
                      for name, g in by_group.items()),
                     key=lambda g: (-g["late"], -g["worst_ns"]))
-    return {"period_ns": round(period, 3),
+    return {"period_ns": round(period, 3), "hist_bin_ns": HIST_BIN_NS,
             "endpoints": sum(c["endpoints"] for c in classes),
             "late": sum(c["late"] for c in classes), "classes": classes, "groups": groups}
 
 
 def analyse(config, seed, net_path, net_stats, net_key, ecfg, version, smoke):
     args = route.nextpnr_args(ecfg, seed, smoke) + ["--detailed-timing-report"]
-    key = flowlib.digest(flowlib.CACHE_VERSION, net_key, args, version)
+    key = flowlib.digest(flowlib.CACHE_VERSION, SUMMARY_VERSION, net_key, args, version)
 
     def compute():
         work = flowlib.scratch_dir(f"endpoints-{config.name}-s{seed}-")

@@ -43,7 +43,7 @@ def median_fmax(route_rows):
     return {k: (statistics.median(v), min(v), max(v), len(v)) for k, v in groups.items()}
 
 
-def plots(synth, route, ge, width_stages, stages_width):
+def plots(synth, route, ge, width_stages, stages_width, endpoints=()):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -110,6 +110,34 @@ def plots(synth, route, ge, width_stages, stages_width):
     ax1.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower right")
     ax1.grid(True, alpha=0.3)
     out["stages"] = save(fig, "fmax_slack_vs_stages.png")
+
+    # Rows written before the summary held histograms are left out.
+    endpoints = [r for r in endpoints if "hist_bin_ns" in r]
+    if endpoints:
+        fig, axes = plt.subplots(1, len(endpoints), figsize=(5 * len(endpoints), 3.6),
+                                 sharey=True, squeeze=False)
+        colors = {"LUT4 -> FF (DI)": "tab:blue", "LUT4 -> FF (M)": "tab:cyan",
+                  "wide LUT -> FF (M)": "tab:orange", "clock enable": "tab:green",
+                  "set/reset": "tab:purple"}
+        for ax, r in zip(axes[0], endpoints):
+            step = r["hist_bin_ns"]
+            for c in r["classes"]:
+                if c["class"] in ("FF -> FF", "other"):
+                    continue
+                h = c["histogram"]
+                ax.step([k * step for k in range(len(h))], h, where="post",
+                        color=colors.get(c["class"]), label=f"{c['class']} ({c['late']} late)")
+            ax.axvline(r["period_ns"], color="r", lw=0.8,
+                       label=f"{r['target_mhz']} MHz period")
+            ax.set_yscale("symlog", linthresh=10)
+            ax.set_xlabel("arrival after the clock edge (ns)")
+            ax.set_xlim(0, 6)
+            ax.set_title(f"{r['profile']}, {r['line_bits']} bits: {r['fmax_mhz']:.0f} MHz",
+                         fontsize=9)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=6)
+        axes[0][0].set_ylabel("flip-flop inputs")
+        out["endpoints"] = save(fig, "endpoint_arrivals.png")
     return out
 
 
@@ -131,7 +159,7 @@ def build(synth, route, ge, features, endpoints=()):
     fmax = median_fmax(route)
     srow = {(r["profile"], r["line_bits"], r["stages"]): r for r in synth}
     grow = {(r["profile"], r["line_bits"], r["stages"]): r for r in ge}
-    pics = plots(synth, route, ge, ws, sbits)
+    pics = plots(synth, route, ge, ws, sbits, endpoints)
     L = ["# NEURON-Fabric datapath: hardware plausibility", ""]
     L += ["Regenerate everything with `make report` (it runs `make synth`, `make route` "
           "and `make ge` first; unchanged configurations come from the cache under "
@@ -286,7 +314,8 @@ def build(synth, route, ge, features, endpoints=()):
                      for c in ("LUT4 -> FF (DI)", "wide LUT -> FF (M)", "clock enable")]
             L.append(f"| {r['profile']} | {r['line_bits']} | {r['fmax_mhz']:.1f} | "
                      f"{r['late']:,} / {r['endpoints']:,} | " + " | ".join(cells) + " |")
-        L.append("")
+        L += ["", f"![flip-flop input arrivals]({pics['endpoints']})" if "endpoints" in pics
+              else "", ""]
 
     # -- method ----------------------------------------------------------------------
     ecfg = flowlib.settings()["ecp5"]

@@ -58,6 +58,8 @@ def test_endpoints_smoke():
     for c in row["classes"]:
         assert 0 < c["median_ns"] <= c["worst_ns"] < 50
     assert "out_data" in {g["group"] for g in row["groups"]}
+    for c in row["classes"]:
+        assert sum(c["histogram"]) == c["endpoints"]
     assert "## paper profile, 64 bits" in (reports / "endpoints.md").read_text()
 
 
