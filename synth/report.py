@@ -31,6 +31,10 @@ TARGETS = {"fmax_512": 300.0, "fmax_every_width": 280.0,
            "paper_logic_cells_512": PAPER["logic_cells_512"], "slack_stages_max": 3}
 
 
+#: Driver classes of `make endpoints` in the report's table.
+_ENDPOINT_COLUMNS = ("LUT4 -> FF (DI)", "wide LUT -> FF (M)", "clock enable")
+
+
 def load(stem):
     path = flowlib.REPORTS / f"{stem}.json"
     return json.loads(path.read_text()) if path.exists() else []
@@ -111,8 +115,6 @@ def plots(synth, route, ge, width_stages, stages_width, endpoints=()):
     ax1.grid(True, alpha=0.3)
     out["stages"] = save(fig, "fmax_slack_vs_stages.png")
 
-    # Rows written before the summary held histograms are left out.
-    endpoints = [r for r in endpoints if "hist_bin_ns" in r]
     if endpoints:
         fig, axes = plt.subplots(1, len(endpoints), figsize=(5 * len(endpoints), 3.6),
                                  sharey=True, squeeze=False)
@@ -161,8 +163,8 @@ def build(synth, route, ge, features, endpoints=()):
     grow = {(r["profile"], r["line_bits"], r["stages"]): r for r in ge}
     pics = plots(synth, route, ge, ws, sbits, endpoints)
     L = ["# NEURON-Fabric datapath: hardware plausibility", ""]
-    L += ["Regenerate everything with `make report` (it runs `make synth`, `make route` "
-          "and `make ge` first; unchanged configurations come from the cache under "
+    L += ["Regenerate everything with `make report` (it runs `make synth`, `make route`, "
+          "`make ge` and `make endpoints` first; unchanged configurations come from the cache under "
           "`build/cache`). All figures are for the datapath core "
           "`neuron_fabric_datapath`, WORKERS = 8.", ""]
 
@@ -305,17 +307,15 @@ def build(synth, route, ge, features, endpoints=()):
               "Register groups: `endpoints.md`; what this means for each profile, and "
               "what would move the full profile's limit: `docs/hardware.md`.", "",
               "| profile | LINE_BITS | Fmax MHz | late / inputs | " +
-              " | ".join(f"{c} (late)" for c in ("LUT4 -> FF (DI)", "wide LUT -> FF (M)",
-                                                  "clock enable")) + " |",
+              " | ".join(f"{c} (late)" for c in _ENDPOINT_COLUMNS) + " |",
               "|---|---:|---:|---:|---:|---:|---:|"]
         for r in endpoints:
             cls = {c["class"]: c for c in r["classes"]}
             cells = [f"{cls[c]['endpoints']:,} ({cls[c]['late']})" if c in cls else "0"
-                     for c in ("LUT4 -> FF (DI)", "wide LUT -> FF (M)", "clock enable")]
+                     for c in _ENDPOINT_COLUMNS]
             L.append(f"| {r['profile']} | {r['line_bits']} | {r['fmax_mhz']:.1f} | "
                      f"{r['late']:,} / {r['endpoints']:,} | " + " | ".join(cells) + " |")
-        L += ["", f"![flip-flop input arrivals]({pics['endpoints']})" if "endpoints" in pics
-              else "", ""]
+        L += ["", f"![flip-flop input arrivals]({pics['endpoints']})", ""]
 
     # -- method ----------------------------------------------------------------------
     ecfg = flowlib.settings()["ecp5"]
