@@ -27,7 +27,7 @@ help:
 	@echo "make test-quick   the suite less the tests marked slow"
 	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= REGIONS= MAX_OUTSTANDING= PROFILE=)"
 	@echo "make functional   paper section 6 check on the top: identity, G-Binary, G-Ternary (SIM=verilator|icarus)"
-	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from hdl/regmap.py"
+	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from host/regmap.py"
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
 	@echo "make bench        golden-model throughput on a 64 MiB buffer"
 	@echo "make envelope     timing envelope: Table 4, Fig. 2/3/7 -> build/reports/envelope.*"
@@ -54,7 +54,7 @@ verilog: $(STAMP)
 	    --profile $(PROFILE) --out-dir build/verilog
 
 lint: verilog
-	$(PY) -m neuron_fabric_sim.lint build/verilog
+	$(PY) -m neuron_fabric.sim.lint build/verilog
 
 test: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --durations=15 tests
@@ -63,34 +63,34 @@ test-quick: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) -m "not slow" tests
 
 bench: $(STAMP)
-	$(PY) -m neuron_fabric_sim.bench_golden
+	$(PY) -m neuron_fabric.sim.bench_golden
 
 envelope: $(STAMP)
-	$(PY) -m neuron_fabric_sim.envelope --out build/reports
+	$(PY) -m neuron_fabric.sim.envelope --out build/reports
 
 envelope-rtl: verilog
-	$(PY) -m neuron_fabric_sim.envelope.rtl --out build/reports
+	$(PY) -m neuron_fabric.sim.envelope.rtl --out build/reports
 
 functional: $(STAMP)
-	$(PY) -m neuron_fabric_sim.functional --line-bits $(LINE_BITS) --stages $(STAGES) --simulator $(SIM)
+	$(PY) -m neuron_fabric.sim.functional --line-bits $(LINE_BITS) --stages $(STAGES) --simulator $(SIM)
 
 regdocs: $(STAMP)
-	$(PY) -m neuron_fabric.regmap docs/registers.md build/docs/registers.md
+	$(PY) -m neuron_fabric.host.regmap docs/registers.md build/docs/registers.md
 
 synth: $(STAMP)
-	$(PY) synth/generic.py --jobs $(JOBS)
+	$(PY) -m neuron_fabric.synth.generic --jobs $(JOBS)
 
 route: $(STAMP)
-	$(PY) synth/route.py --jobs $(JOBS)
+	$(PY) -m neuron_fabric.synth.route --jobs $(JOBS)
 
 ge: synth
-	$(PY) synth/ge.py
+	$(PY) -m neuron_fabric.synth.ge
 
 endpoints: $(STAMP)
-	$(PY) synth/endpoints.py --jobs $(JOBS)
+	$(PY) -m neuron_fabric.synth.endpoints --jobs $(JOBS)
 
 report: synth route ge endpoints
-	$(PY) synth/report.py
+	$(PY) -m neuron_fabric.synth.report
 
 clean:
 	rm -rf build

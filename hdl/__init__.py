@@ -1,5 +1,5 @@
-"""NEURON-Fabric: low-bit gradient aggregation IP for a CXL.mem controller.
-
-``neuron_fabric.params`` and ``neuron_fabric.golden`` are plain Python
-(numpy) and never import Amaranth; the HDL lives in the other modules.
+"""The gateware of NEURON-Fabric (Amaranth 0.5): the low-bit datapath core,
+the control registers and the CXL.mem top.  The facts they implement
+(parameters, encodings, opcodes, the register map) live in the Amaranth-free
+:mod:`neuron_fabric.host.facts` and :mod:`neuron_fabric.host.regmap`.
 """

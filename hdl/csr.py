@@ -1,6 +1,6 @@
 """AXI4-Lite control registers of the top (SPEC section 4.4).
 
-The decode is generated from :class:`neuron_fabric.regmap.RegisterMap`: each
+The decode is generated from :class:`neuron_fabric.host.regmap.RegisterMap`: each
 register's ``kind`` selects its behaviour, its fields give the bits that hold
 state.  Nothing about offsets or bit positions is written here.
 """
@@ -9,7 +9,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .regmap import ADDR_BITS, CFG_FIELDS, CXL_ADDR_BITS, DATA_BITS, RegisterMap, STATUS_BITS
+from neuron_fabric.host.regmap import ADDR_BITS, CFG_FIELDS, CXL_ADDR_BITS, DATA_BITS, RegisterMap, STATUS_BITS
 
 __all__ = ["AXIL_PORTS", "CfgLayout", "RegionLayout", "ControlRegisters", "OKAY", "SLVERR"]
 

@@ -63,7 +63,7 @@ from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .params import (DatapathParams, FEATURES, FIELD_WIDTHS, Format, GateKind, Mode,
+from neuron_fabric.host.facts import (DatapathParams, FEATURES, FIELD_WIDTHS, Format, GateKind, Mode,
                      Profile, PROFILES)
 
 __all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS"]
@@ -190,7 +190,7 @@ class Datapath(wiring.Component):
         W, one of 4, 8, 16.
     stages : int
         Latency in cycles, 1..8.
-    profile : str or :class:`~neuron_fabric.params.Profile`
+    profile : str or :class:`~neuron_fabric.host.facts.Profile`
         ``"full"`` (all of SPEC section 2) or ``"paper"`` (identity,
         G-Binary, G-Ternary with the fixed 2-of-3 gate, COUNT output), or
         any other :class:`Profile` (for feature-cost studies).

@@ -1,20 +1,19 @@
 """Export the design to self-contained Verilog (one file per parameter set).
 
 Command line: ``neuron-fabric-export --help`` (or ``python -m
-neuron_fabric.export``); ``make verilog`` calls it.
+neuron_fabric.hdl.export``); ``make verilog`` calls it.
 """
 
 import argparse
 import pathlib
 import sys
 
-from .params import (DEFAULTS, LINE_BITS_CHOICES, MAX_OUTSTANDING_RANGE, PROFILES,
-                     REGIONS_RANGE, STAGES_RANGE, WORKERS_CHOICES)
+from neuron_fabric.host.facts import (DATAPATH_MODULE, DEFAULTS, LINE_BITS_CHOICES,
+                                      MAX_OUTSTANDING_RANGE, PROFILES, REGIONS_RANGE,
+                                      STAGES_RANGE, TOP_MODULE, WORKERS_CHOICES)
 
 __all__ = ["datapath_verilog", "top_verilog", "write_verilog", "main"]
 
-DATAPATH_MODULE = "neuron_fabric_datapath"
-TOP_MODULE = "neuron_fabric"
 
 
 def datapath_verilog(*, line_bits=DEFAULTS["line_bits"], workers=DEFAULTS["workers"],

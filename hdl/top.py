@@ -33,32 +33,13 @@ from amaranth.lib.wiring import In, Out
 from .csr import AXIL_PORTS, CfgLayout, ControlRegisters, OKAY
 from .datapath import Datapath
 from .inflight import IdPool
-from .params import Mode
+from neuron_fabric.host.facts import Mode
 from .phase import leaves, phase_lookup, reduce, MODULI
-from .regmap import CXL_ADDR_BITS, TopParams
+from neuron_fabric.host.facts import (CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, TOP_MODULE,
+                                      ReqOpcode, RwdOpcode, TopParams)
 
-__all__ = ["Top", "ReqOpcode", "RwdOpcode", "DRS_MEMDATA", "NDR_CMP", "devload_level"]
+__all__ = ["Top", "devload_level"]
 
-TOP_MODULE = "neuron_fabric"
-
-
-class ReqOpcode:
-    """M2S Req opcodes (CXL 2.0)."""
-    MEM_INV = 0b0000
-    MEM_RD = 0b0001
-    MEM_RD_DATA = 0b0010
-    MEM_SPEC_RD = 0b1000
-    MEM_INV_NT = 0b1001
-
-
-class RwdOpcode:
-    """M2S RwD opcodes (CXL 2.0)."""
-    MEM_WR = 0b0001
-    MEM_WR_PTL = 0b0010
-
-
-DRS_MEMDATA = 0b000
-NDR_CMP = 0b000
 
 # What the tail of the request pipeline does with a request.
 _KIND_READ, _KIND_CMP, _KIND_UNSUPPORTED, _KIND_DROP = range(4)

@@ -1,2 +1,2 @@
-"""Simulation side of NEURON-Fabric: cocotb testbenches, bus models and
-system models.  Importable as ``neuron_fabric_sim``."""
+"""Simulation side of NEURON-Fabric: cocotb testbenches, bus and system
+models, the timing envelope.  Importable as ``neuron_fabric.sim``."""

@@ -1,6 +1,6 @@
 """Golden-model throughput: transform a buffer of lines in every low-bit mode.
 
-    python -m neuron_fabric_sim.bench_golden [--mib 64] [--repeat 3]
+    python -m neuron_fabric.sim.bench_golden [--mib 64] [--repeat 3]
 
 Prints one row per (W, mode, format, gate) with the best time of
 ``--repeat`` runs and the throughput in GiB/s, and writes
@@ -14,8 +14,8 @@ import time
 
 import numpy as np
 
-from neuron_fabric import golden
-from neuron_fabric.params import Format, GateKind, Mode
+from neuron_fabric.host import golden
+from neuron_fabric.host.facts import Format, GateKind, Mode
 
 CASES = [
     ("G-Binary COUNT", Mode.GBINARY, Format.COUNT, GateKind.PATTERN),

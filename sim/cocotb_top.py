@@ -12,12 +12,12 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from neuron_fabric.driver import BusError, CfgError
-from neuron_fabric.params import Format, GateKind, Mode
-from neuron_fabric.regmap import (COUNTERS, ID_VALUE, RegisterMap, STATUS_BITS, VERSION_MAJOR,
+from neuron_fabric.host.driver import BusError, CfgError
+from neuron_fabric.host.facts import Format, GateKind, Mode, ReqOpcode, RwdOpcode
+from neuron_fabric.host.regmap import (COUNTERS, ID_VALUE, RegisterMap, STATUS_BITS, VERSION_MAJOR,
                                   VERSION_MINOR, cfg_encode)
 
-from .tb_top import REQ, RWD, TopTB, params_from_env, spec_tags
+from .tb_top import TopTB, params_from_env, spec_tags
 
 OKAY, SLVERR = 0, 2
 
@@ -204,16 +204,16 @@ async def test_opcodes(dut):
 
     # every Req opcode
     for opcode in range(16):
-        if opcode in (REQ["MemRd"], REQ["MemRdData"]):
+        if opcode in (ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA):
             tb.read(tag, opcode % 16, opcode=opcode)
             expected_counts[0] += 1
-        elif opcode == REQ["MemSpecRd"]:
+        elif opcode == ReqOpcode.MEM_SPEC_RD:
             tb.req_other(next(spec), opcode, line=3)
         else:
             tb.req_other(tag, opcode, line=3)
         tag += 1
         await tb.drain()
-        unsupported = opcode not in REQ.values()
+        unsupported = opcode not in set(ReqOpcode)
         await check_status(status_of["unsupported"] if unsupported else 0)
         if unsupported:
             expected_counts[5] += 1
@@ -221,8 +221,8 @@ async def test_opcodes(dut):
     for poison in (0, 1):
         for opcode in range(16):
             data = bytes((opcode * 17 + i + poison) & 0xFF for i in range(lb))
-            stores = poison == 0 and opcode in RWD.values()
-            be = (1 << lb) - 1 if opcode != RWD["MemWrPtl"] else int("01101001" * (lb // 8), 2)
+            stores = poison == 0 and opcode in set(RwdOpcode)
+            be = (1 << lb) - 1 if opcode != RwdOpcode.MEM_WR_PTL else int("01101001" * (lb // 8), 2)
             tb.write(tag, 8, data, opcode=opcode, be=be, poison=poison, stores=stores)
             tag += 1
             await tb.drain()
@@ -231,7 +231,7 @@ async def test_opcodes(dut):
             if poison:
                 want = status_of["poison_drop"]
             else:
-                want = 0 if opcode in RWD.values() else status_of["unsupported"]
+                want = 0 if opcode in set(RwdOpcode) else status_of["unsupported"]
             if want:
                 expected_counts[5] += 1
             await check_status(want)
@@ -257,7 +257,7 @@ async def test_write_byte_enables(dut):
     for tag in range(24):
         line = tag % 4
         data = bytes(rng.randrange(256) for _ in range(lb))
-        opcode = RWD["MemWrPtl"] if tag % 3 else RWD["MemWr"]
+        opcode = RwdOpcode.MEM_WR_PTL if tag % 3 else RwdOpcode.MEM_WR
         be = rng.choice([0, (1 << lb) - 1, 1, 1 << (lb - 1), rng.getrandbits(lb)])
         tb.write(tag, line, data, opcode=opcode, be=be)
         await tb.drain()
@@ -398,7 +398,7 @@ async def random_traffic(tb, count, *, lines=48, extra=True, config_changes=0):
                 continue
             busy_reads.setdefault(line, set()).add(tag)
             tag_line[tag] = (line, "read")
-            tb.read(tag, line, opcode=rng.choice([REQ["MemRd"], REQ["MemRdData"]]))
+            tb.read(tag, line, opcode=rng.choice([ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA]))
         elif roll < 0.85 or not extra:
             if line in busy_write or busy_reads.get(line):
                 free_tags.append(tag)
@@ -407,20 +407,20 @@ async def random_traffic(tb, count, *, lines=48, extra=True, config_changes=0):
             busy_write[line] = tag
             tag_line[tag] = (line, "write")
             data = bytes(rng.randrange(256) for _ in range(lb))
-            tb.write(tag, line, data, opcode=rng.choice(list(RWD.values())))
+            tb.write(tag, line, data, opcode=rng.choice(list(RwdOpcode)))
         else:
             choice = rng.randrange(5)
             tag_line[tag] = (line, "other")
             if choice == 0:
-                tb.req_other(tag, rng.choice([REQ["MemInv"], REQ["MemInvNT"]]), line)
+                tb.req_other(tag, rng.choice([ReqOpcode.MEM_INV, ReqOpcode.MEM_INV_NT]), line)
             elif choice == 1:
                 tb.req_other(tag, rng.choice([3, 4, 5, 6, 7, 10, 11, 12, 13, 14, 15]), line)
             elif choice == 2:
-                tb.req_other(next(spec), REQ["MemSpecRd"], line)
+                tb.req_other(next(spec), ReqOpcode.MEM_SPEC_RD, line)
                 tag_line.pop(tag)
                 free_tags.append(tag)
             else:
-                opcode = rng.choice([0, 3, 7, 15]) if choice == 3 else RWD["MemWr"]
+                opcode = rng.choice([0, 3, 7, 15]) if choice == 3 else RwdOpcode.MEM_WR
                 tb.write(tag, line, bytes(lb), opcode=opcode, poison=int(choice == 4), stores=False)
         sent += 1
         if rng.random() < 0.3:

@@ -17,8 +17,9 @@ import sys
 import uuid
 from xml.etree import ElementTree
 
+from .toolchain import verilator_env
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
-SIM = REPO / "sim"
 CONF_BUILD = REPO / "build" / "conformance"
 
 # ---------------------------------------------------------------- SPEC 2 ----
@@ -166,13 +167,7 @@ def run_module_once(*, name, export_kwargs, toplevel, sources, test_module,
         (run_dir / "results.xml").unlink(missing_ok=True)
         from cocotb_tools.runner import get_runner
         if simulator == "verilator":
-            sys.path.insert(0, str(SIM))
-            from toolchain import verilator_env
             os.environ.update(verilator_env())
-            # the benches are bound by Python, not by the model: compile C++ fast
-            os.environ["MAKEFLAGS"] += " OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
-        if str(SIM) not in sys.path:
-            sys.path.insert(0, str(SIM))
         runner = get_runner(simulator)
         build_args = ["-Wno-fatal"] if simulator == "verilator" else []
         runner.build(sources=[str(s) for s in srcs], hdl_toplevel=toplevel,

@@ -18,7 +18,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from conformance_common import line_ref, port_mismatches
+from .conformance_common import line_ref, port_mismatches
 
 LINE_BITS = int(os.environ.get("LINE_BITS", "64"))
 W = int(os.environ.get("WORKERS", "4"))

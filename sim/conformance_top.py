@@ -23,7 +23,7 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiResp
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
 
-from conformance_common import line_ref, port_mismatches
+from .conformance_common import line_ref, port_mismatches
 
 LINE_BITS = int(os.environ.get("LINE_BITS", "64"))
 W = int(os.environ.get("WORKERS", "4"))

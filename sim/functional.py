@@ -7,7 +7,7 @@ bytes, G-Binary and G-Ternary against the golden model's transform.
 Prints one row per mode (lines checked, mismatches, PASS/FAIL) and exits
 non-zero on any failure.
 
-Command line: ``python -m neuron_fabric_sim.functional --help``
+Command line: ``python -m neuron_fabric.sim.functional --help``
 (``make functional`` runs it).
 """
 
@@ -18,8 +18,9 @@ import sys
 
 import numpy as np
 
-from neuron_fabric.golden import encode_signs, line_phase, transform
-from neuron_fabric.params import Format, GateKind, Mode
+from neuron_fabric.host.golden import encode_signs, line_phase, transform
+from neuron_fabric.host.facts import Format, GateKind, Mode, ReqOpcode, RwdOpcode
+from neuron_fabric.host.facts import TOP_MODULE
 
 __all__ = ["MODES", "oracle", "main"]
 
@@ -56,7 +57,7 @@ except ImportError:             # the command line works without cocotb imported
 if cocotb is not None:
     @cocotb.test()
     async def functional_check(dut):
-        from .tb_top import RWD, TopTB, params_from_env
+        from .tb_top import TopTB, params_from_env
         params = params_from_env()
         tb = TopTB(dut, params, seed=11)
         await tb.reset()
@@ -67,7 +68,7 @@ if cocotb is not None:
         lines = encode_signs(grads, params.line_bits)
         first = BASE // lb
         for i, row in enumerate(lines):
-            tb.write(i, first + i, row.tobytes(), opcode=RWD["MemWr"])
+            tb.write(i, first + i, row.tobytes(), opcode=RwdOpcode.MEM_WR)
         await tb.drain()
         results = {}
         for k, (name, cfg) in enumerate(MODES.items()):
@@ -102,11 +103,11 @@ def _table(results):
 
 
 def main(argv=None):
-    from neuron_fabric.export import top_verilog, write_verilog
-    from neuron_fabric.regmap import TopParams
+    from neuron_fabric.hdl.export import top_verilog, write_verilog
+    from neuron_fabric.host.facts import TopParams
     from .toolchain import BUILD, run_cocotb
 
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric_sim.functional",
+    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.functional",
                                  description="Paper section 6 functional check on the top.")
     ap.add_argument("--line-bits", type=int, default=512)
     ap.add_argument("--stages", type=int, default=5)
@@ -125,8 +126,8 @@ def main(argv=None):
     env = {"NF_PARAMS": json.dumps(params.__dict__), "NF_ELEMENTS": args.elements,
            "NF_FUNCTIONAL_OUT": out}
     try:
-        run_cocotb(sources=[src], toplevel="neuron_fabric",
-                   test_module="neuron_fabric_sim.functional", simulator=args.simulator,
+        run_cocotb(sources=[src], toplevel=TOP_MODULE,
+                   test_module="neuron_fabric.sim.functional", simulator=args.simulator,
                    build_dir=folder / "sim", extra_env=env)
         ok = True
     except AssertionError as exc:

@@ -1,4 +1,4 @@
-"""Lint the exported Verilog: ``python -m neuron_fabric_sim.lint FOLDER_OR_FILES``.
+"""Lint the exported Verilog: ``python -m neuron_fabric.sim.lint FOLDER_OR_FILES``.
 
 Every ``.v`` file is linted with ``verilator --lint-only -Wall`` with its
 module named after the file (``neuron_fabric_datapath.v`` holds module

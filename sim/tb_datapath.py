@@ -38,8 +38,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi.stream import define_stream
 
-from neuron_fabric import golden
-from neuron_fabric.params import Format, GateKind, Mode
+from neuron_fabric.host import golden
+from neuron_fabric.host.facts import Format, GateKind, Mode
 
 __all__ = ["DatapathInSource", "DatapathOutSink", "HandshakeMonitor", "Scoreboard",
            "DatapathTB", "random_config", "pauses"]

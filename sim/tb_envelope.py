@@ -1,7 +1,7 @@
 """cocotb bench: the exported top behind a latency- and bandwidth-gated AXI
 memory, driven by closed-loop read streams (the envelope model's traffic).
 
-Run by :mod:`neuron_fabric_sim.envelope.rtl`, which passes the configurations
+Run by :mod:`neuron_fabric.sim.envelope.rtl`, which passes the configurations
 as JSON in ``ENVELOPE_CONFIGS`` and reads the measurements back from
 ``ENVELOPE_RESULTS``.  Every configuration is run three times: one read in
 BYPASS (the round trip the model calibrates its front end from), the batch
@@ -22,8 +22,9 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from neuron_fabric.params import Mode
-from neuron_fabric.regmap import RegisterMap, TopParams, cfg_encode
+from neuron_fabric.host.facts import Mode
+from neuron_fabric.host.facts import TopParams
+from neuron_fabric.host.regmap import RegisterMap, cfg_encode
 
 MEM_RD = 0b0001
 

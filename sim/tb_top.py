@@ -48,15 +48,15 @@ from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
 from cocotbext.axi.stream import define_stream
 
-from neuron_fabric.driver import AxiLiteMasterBus, Driver
-from neuron_fabric.golden import transform
-from neuron_fabric.params import Mode
-from neuron_fabric.regmap import RegisterMap, TopParams, cfg_decode, cfg_encode
+from neuron_fabric.host.driver import AxiLiteMasterBus, Driver
+from neuron_fabric.host.golden import transform
+from neuron_fabric.host.facts import DRS_MEMDATA, NDR_CMP, Mode, ReqOpcode, RwdOpcode, TopParams
+from neuron_fabric.host.regmap import RegisterMap, cfg_decode, cfg_encode
 
 __all__ = [
     "ReqBus", "ReqSource", "RwdBus", "RwdSource", "DrsBus", "DrsSink", "NdrBus", "NdrSink",
     "FaultyAxiRam", "ReorderingAxiRam", "pauses", "ConfigState", "ConfigHistory",
-    "expected_read", "RecordingBus", "Scoreboard", "TopTB", "params_from_env", "REQ", "RWD",
+    "expected_read", "RecordingBus", "Scoreboard", "TopTB", "params_from_env",
 ]
 
 ReqBus, ReqTransaction, ReqSource, ReqSink, ReqMonitor = define_stream(
@@ -68,12 +68,6 @@ DrsBus, DrsTransaction, DrsSource, DrsSink, DrsMonitor = define_stream(
 NdrBus, NdrTransaction, NdrSource, NdrSink, NdrMonitor = define_stream(
     "S2mNdr", signals=["valid", "ready", "opcode", "tag", "devload"])
 
-#: CXL 2.0 opcodes by name (SPEC 4.2).
-REQ = {"MemInv": 0b0000, "MemRd": 0b0001, "MemRdData": 0b0010, "MemSpecRd": 0b1000,
-       "MemInvNT": 0b1001}
-RWD = {"MemWr": 0b0001, "MemWrPtl": 0b0010}
-DRS_MEMDATA = 0b000
-NDR_CMP = 0b000
 
 
 def _u(handle):
@@ -436,7 +430,7 @@ class TopTB:
 
     # -- requests -----------------------------------------------------------------
 
-    def read(self, tag, line, opcode=REQ["MemRd"], poison=False):
+    def read(self, tag, line, opcode=ReqOpcode.MEM_RD, poison=False):
         lb = self.params.line_bytes
         self._queued[tag] = Pending("drs", line * lb, "read", poison=poison)
         self.req.send_nowait(ReqTransaction(opcode=opcode, addr=line * lb + self.rng.randrange(lb),
@@ -445,19 +439,19 @@ class TopTB:
     def req_other(self, tag, opcode, line=0):
         """A Req opcode answered by NDR Cmp (``needs=False`` for MemSpecRd)."""
         lb = self.params.line_bytes
-        if opcode != REQ["MemSpecRd"]:
+        if opcode != ReqOpcode.MEM_SPEC_RD:
             self._queued[tag] = Pending("ndr", line * lb, "cmp")
         self.req.send_nowait(ReqTransaction(opcode=opcode, addr=line * lb, tag=tag))
 
-    def write(self, tag, line, data, opcode=RWD["MemWr"], be=None, poison=0, stores=True):
+    def write(self, tag, line, data, opcode=RwdOpcode.MEM_WR, be=None, poison=0, stores=True):
         """Queue a RwD request; the model changes when it is accepted if ``stores``."""
         lb = self.params.line_bytes
         if be is None:
-            be = (1 << lb) - 1 if opcode == RWD["MemWr"] else self.rng.getrandbits(lb)
+            be = (1 << lb) - 1 if opcode == RwdOpcode.MEM_WR else self.rng.getrandbits(lb)
         self._queued[tag] = Pending("ndr", line * lb, "write")
         if stores:
             old = self.model.get(line, bytes(lb))
-            if opcode == RWD["MemWr"]:
+            if opcode == RwdOpcode.MEM_WR:
                 new = bytes(data)
             else:
                 new = bytes(data[i] if (be >> i) & 1 else old[i] for i in range(lb))

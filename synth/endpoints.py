@@ -21,7 +21,7 @@ and by register group (the signal name without its copy index).  Writes
 per class (median, worst, and a histogram in 0.25 ns bins) and the groups
 with the most inputs later than the target period.
 
-    python synth/endpoints.py [--line-bits 512 ...] [--profiles ...]
+    python -m neuron_fabric.synth.endpoints [--line-bits 512 ...] [--profiles ...]
                               [--stages 5] [--seed 1] [--jobs N] [--smoke]
 """
 
@@ -31,9 +31,9 @@ import re
 import statistics
 import sys
 
-import flowlib
-import route
-from flowlib import Config
+from . import flowlib
+from . import route
+from .flowlib import Config
 
 CLASSES = ["LUT4 -> FF (DI)", "LUT4 -> FF (M)", "wide LUT -> FF (M)", "FF -> FF",
            "clock enable", "set/reset", "other"]

@@ -22,13 +22,15 @@ import time
 import tomllib
 from dataclasses import asdict, dataclass
 
+from neuron_fabric.host.facts import DATAPATH_MODULE
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
 #: Reports folder; ``NEURON_FABRIC_REPORTS`` moves it (the smoke tests do).
 REPORTS = pathlib.Path(os.environ.get("NEURON_FABRIC_REPORTS", BUILD / "reports"))
 CACHE = BUILD / "cache"
 SETTINGS_FILE = REPO / "constraints" / "flow.toml"
-TOP = "neuron_fabric_datapath"
+TOP = DATAPATH_MODULE
 
 #: Cache format version: bump when a result row changes shape.
 CACHE_VERSION = 1
@@ -77,7 +79,7 @@ def sweep_configs(profiles=None):
 
 def resolve_profile(name):
     """A profile name: ``full``, ``paper`` or ``full-no-<feature>``."""
-    from neuron_fabric.params import PROFILES
+    from neuron_fabric.host.facts import PROFILES
     if name in PROFILES:
         return PROFILES[name]
     base, sep, feature = name.partition("-no-")
@@ -89,7 +91,7 @@ def resolve_profile(name):
 def verilog(config):
     """Verilog text of the datapath core for ``config``."""
     from amaranth.back import verilog as backend
-    from neuron_fabric.datapath import Datapath
+    from neuron_fabric.hdl.datapath import Datapath
     core = Datapath(line_bits=config.line_bits, workers=config.workers,
                     stages=config.stages, profile=resolve_profile(config.profile))
     return (f"// {TOP}: {config.name}\n"

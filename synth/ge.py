@@ -11,15 +11,15 @@ AND NAND OR NOR XOR XNOR ANDNOT ORNOT MUX NOT and flip-flops) and
 
 Writes ``build/reports/ge.{json,csv,md}``.
 
-    python synth/ge.py
+    python -m neuron_fabric.synth.ge
 """
 
 import json
 import re
 import sys
 
-import flowlib
-from generic import netlist_path
+from . import flowlib
+from .generic import netlist_path
 
 #: NAND2-equivalent weight of each generic cell: the cell's area over the
 #: NAND2_X1 area (0.798 um^2) in the NanGate 45 nm Open Cell Library, X1

@@ -11,7 +11,7 @@ Writes ``build/reports/synth.{json,csv,md}`` and
 ``build/reports/feature_cost.{json,csv,md}``; keeps each netlist in the
 cache under ``build/cache/generic`` (the GE model reads them).
 
-    python synth/generic.py [--jobs N] [--line-bits 64 ...] [--profiles full ...]
+    python -m neuron_fabric.synth.generic [--jobs N] [--line-bits 64 ...] [--profiles full ...]
 """
 
 import argparse
@@ -19,8 +19,8 @@ import json
 import pathlib
 import sys
 
-import flowlib
-from flowlib import Config
+from . import flowlib
+from .flowlib import Config
 
 COLUMNS = ["profile", "line_bits", "workers", "stages", "cells", "registers",
            "logic_cells", "levels", "levels_per_stage"]
@@ -61,7 +61,7 @@ def synthesize(config, vfile, script, version):
 
 
 def feature_configs():
-    from neuron_fabric.params import FEATURES
+    from neuron_fabric.host.facts import FEATURES
     sw = flowlib.settings()["sweep"]
     base = dict(line_bits=sw["stages_width"], workers=sw["workers"],
                 stages=sw["width_stages"])
@@ -69,7 +69,7 @@ def feature_configs():
 
 
 def feature_rows(rows_by_name):
-    from neuron_fabric.params import FEATURES
+    from neuron_fabric.host.facts import FEATURES
     sw = flowlib.settings()["sweep"]
     suffix = f"-L{sw['stages_width']}-W{sw['workers']}-S{sw['width_stages']}"
     full = rows_by_name[f"full{suffix}"]

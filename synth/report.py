@@ -5,15 +5,15 @@ Reads ``build/reports/{synth,route,ge,feature_cost,endpoints}.json``
 endpoints``) and writes
 ``build/reports/hardware.md`` with PNG plots next to it.
 
-    python synth/report.py
+    python -m neuron_fabric.synth.report
 """
 
 import json
 import statistics
 import sys
 
-import flowlib
-import ge as ge_model
+from . import flowlib
+from . import ge as ge_model
 
 #: The paper's figures (section 10, Table 7, Fig. 8), 512 bits, five cycles.
 PAPER = {

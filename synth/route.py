@@ -9,7 +9,7 @@ min/median/max Fmax per configuration).  Runs in parallel on ``--jobs``
 processes and skips work whose inputs (Verilog, flow settings, tool
 versions) are unchanged.
 
-    python synth/route.py [--jobs N] [--line-bits 64 ...] [--profiles ...]
+    python -m neuron_fabric.synth.route [--jobs N] [--line-bits 64 ...] [--profiles ...]
                           [--seeds 1 ...] [--smoke]
 """
 
@@ -19,8 +19,8 @@ import pathlib
 import statistics
 import sys
 
-import flowlib
-from flowlib import Config
+from . import flowlib
+from .flowlib import Config
 
 SEED_COLUMNS = ["profile", "line_bits", "workers", "stages", "seed", "fmax_mhz",
                 "lut4", "ff", "comb_used", "ff_used"]

@@ -6,7 +6,7 @@ import tempfile
 
 import pytest
 
-from neuron_fabric_sim.toolchain import BUILD
+from neuron_fabric.sim.toolchain import BUILD
 
 
 def _export_datapath(line_bits, workers, stages, profile="full"):
@@ -16,7 +16,7 @@ def _export_datapath(line_bits, workers, stages, profile="full"):
     The file is written atomically, so parallel test workers that export
     the same set never read a half-written file.
     """
-    from neuron_fabric.export import datapath_verilog
+    from neuron_fabric.hdl.export import datapath_verilog
     folder = BUILD / "datapath" / f"L{line_bits}_W{workers}_S{stages}_{profile}"
     path = folder / "neuron_fabric_datapath.v"
     if not path.exists():

@@ -15,7 +15,7 @@ Assumptions (each a named parameter of :class:`CommParams`):
   bandwidth).  For GPT-2 XL (1.5e9) this is exactly the paper's 87.31 ms.
 * CXL-side G-Binary / G-Ternary (NEURON-Fabric): the same write-then-read
   over the CXL link, with the packed payload of ``bits`` per element from
-  :data:`neuron_fabric.traffic.BITS_PER_ELEMENT`, times ``1 + exposure``
+  :data:`neuron_fabric.host.traffic.BITS_PER_ELEMENT`, times ``1 + exposure``
   where ``exposure`` is the datapath's exposed overhead at the full-LLC-
   miss anchor (conservative: bulk transfers with deep queues would hide
   it).  Aggregation happens at one point (single hop), so the payload
@@ -31,7 +31,7 @@ training-step speedups.  Encoding cost on the GPU is not counted.
 import math
 from dataclasses import dataclass
 
-from neuron_fabric.traffic import BITS_PER_ELEMENT
+from neuron_fabric.host.traffic import BITS_PER_ELEMENT
 
 from .params import GiB
 

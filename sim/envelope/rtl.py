@@ -1,6 +1,6 @@
 """RTL in the loop: the exported top against the envelope model.
 
-The cocotb bench :mod:`neuron_fabric_sim.tb_envelope` runs the Verilog top
+The cocotb bench :mod:`neuron_fabric.sim.tb_envelope` runs the Verilog top
 ``neuron_fabric`` under Verilator behind a gated AXI memory and drives the
 model's closed-loop read streams, once in BYPASS and once in G-Binary.  The
 model is then run with the same parameters in controller cycles:
@@ -14,7 +14,7 @@ model is then run with the same parameters in controller cycles:
   memory latency).  This is the one calibration; the batch results are
   predictions.
 
-Command line: ``python -m neuron_fabric_sim.envelope.rtl [--out DIR] [--quick]``.
+Command line: ``python -m neuron_fabric.sim.envelope.rtl [--out DIR] [--quick]``.
 """
 
 import argparse
@@ -24,6 +24,8 @@ import pathlib
 import shutil
 import subprocess
 import sys
+
+from neuron_fabric.host.facts import TOP_MODULE
 
 from ..toolchain import BUILD, verilator_env
 from .model import simulate
@@ -35,7 +37,7 @@ __all__ = ["RtlConfig", "CONFIGS", "QUICK_CONFIGS", "TOLERANCE", "export_top",
 #: Largest accepted relative difference between RTL and model overheads.
 TOLERANCE = 0.05
 
-TOP = "neuron_fabric"
+TOP = TOP_MODULE
 
 
 def RtlConfig(name, workers, window, lines, latency, gate, lookup):
@@ -66,7 +68,7 @@ def export_top(out_dir, *args):
     (``args`` are passed on, e.g. ``"--line-bits", "64"``); return its path,
     or None (with the exporter's message) if it cannot."""
     out_dir = pathlib.Path(out_dir)
-    proc = subprocess.run([sys.executable, "-m", "neuron_fabric.export", "--out-dir",
+    proc = subprocess.run([sys.executable, "-m", "neuron_fabric.hdl.export", "--out-dir",
                            str(out_dir), *args], capture_output=True, text=True)
     path = out_dir / f"{TOP}.v"
     if proc.returncode != 0 or not path.exists():
@@ -121,7 +123,7 @@ def measure(verilog, configs, build_dir):
     run_dir.mkdir(exist_ok=True)
     results = run_dir / "envelope_results.json"
     results.unlink(missing_ok=True)
-    xml = runner.test(test_module="neuron_fabric_sim.tb_envelope", hdl_toplevel=TOP,
+    xml = runner.test(test_module="neuron_fabric.sim.tb_envelope", hdl_toplevel=TOP,
                       build_dir=build_dir, test_dir=run_dir,
                       results_xml=str(run_dir / "results.xml"),
                       extra_env={"ENVELOPE_CONFIGS": json.dumps(list(configs)),
@@ -170,7 +172,7 @@ def _markdown(rows, stages):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric_sim.envelope.rtl",
+    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.envelope.rtl",
                                  description="Exported top vs the envelope model (Verilator).")
     ap.add_argument("--out", default="build/reports", help="report folder (default %(default)s)")
     ap.add_argument("--verilog", default=str(BUILD / "verilog" / f"{TOP}.v"),

@@ -11,9 +11,10 @@ import os
 
 import pytest
 
-from neuron_fabric.export import top_verilog, write_verilog
-from neuron_fabric.regmap import TopParams
-from neuron_fabric_sim.toolchain import BUILD, available_simulators, run_cocotb
+from neuron_fabric.hdl.export import top_verilog, write_verilog
+from neuron_fabric.host.facts import TopParams
+from neuron_fabric.sim.toolchain import BUILD, available_simulators, run_cocotb
+from neuron_fabric.host.facts import TOP_MODULE
 
 MAIN = TopParams(line_bits=512, workers=8, stages=5, regions=8, max_outstanding=32)
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
@@ -28,8 +29,8 @@ def run_top(params, simulator, random_count, testcase=None, seed=1):
                                     max_outstanding=params.max_outstanding))
     env = {"NF_PARAMS": json.dumps(params.__dict__), "NF_RANDOM": random_count,
            "NF_SEED": seed}
-    return run_cocotb(sources=[src], toplevel="neuron_fabric",
-                      test_module="neuron_fabric_sim.cocotb_top", simulator=simulator,
+    return run_cocotb(sources=[src], toplevel=TOP_MODULE,
+                      test_module="neuron_fabric.sim.cocotb_top", simulator=simulator,
                       build_dir=build_dir, testcase=testcase, extra_env=env)
 
 

@@ -1,5 +1,5 @@
 """The exported Verilog of the datapath core under cocotb
-(``neuron_fabric_sim.tb_datapath``), with Verilator and Icarus.
+(``neuron_fabric.sim.tb_datapath``), with Verilator and Icarus.
 
 One Verilog export and one simulator build per parameter set; the cocotb
 module's tests (random lines under every combination of in_valid gaps and
@@ -8,7 +8,8 @@ out_ready backpressure, and a back-to-back run) all run on that build.
 
 import pytest
 
-from neuron_fabric_sim.toolchain import BUILD, available_simulators, run_cocotb
+from neuron_fabric.sim.toolchain import BUILD, available_simulators, run_cocotb
+from neuron_fabric.host.facts import DATAPATH_MODULE
 
 #: (LINE_BITS, WORKERS, STAGES, lines per cocotb test)
 PARAMS = [
@@ -27,8 +28,8 @@ def _simulator(name):
 def run(export_datapath, simulator, line_bits, workers, stages, lines, seed=1):
     source = export_datapath(line_bits, workers, stages)
     build_dir = BUILD / "cocotb" / "datapath" / f"L{line_bits}_W{workers}_S{stages}" / simulator
-    return run_cocotb(sources=[source], toplevel="neuron_fabric_datapath",
-                      test_module="neuron_fabric_sim.tb_datapath", simulator=simulator,
+    return run_cocotb(sources=[source], toplevel=DATAPATH_MODULE,
+                      test_module="neuron_fabric.sim.tb_datapath", simulator=simulator,
                       build_dir=build_dir,
                       extra_env={"PARAM_WORKERS": workers, "PARAM_STAGES": stages,
                                  "SEED": seed, "LINES": lines})

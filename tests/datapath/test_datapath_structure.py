@@ -14,10 +14,11 @@ import sys
 import pytest
 from amaranth.back import verilog
 
-from neuron_fabric.datapath import Datapath
-from neuron_fabric_sim.toolchain import BUILD
+from neuron_fabric.hdl.datapath import Datapath
+from neuron_fabric.sim.toolchain import BUILD
+from neuron_fabric.host.facts import DATAPATH_MODULE
 
-TOP = "neuron_fabric_datapath"
+TOP = DATAPATH_MODULE
 
 
 def yosys():

@@ -9,15 +9,15 @@ two coroutine methods::
 ``ok`` is False when the port answered SLVERR.  Two buses are provided:
 :class:`AxiLiteMasterBus` (a cocotbext-axi ``AxiLiteMaster`` in simulation)
 and :class:`MmapBus` (a memory-mapped register window of a real device).
-Offsets come from :class:`neuron_fabric.regmap.RegisterMap`; every value is
+Offsets come from :class:`neuron_fabric.host.regmap.RegisterMap`; every value is
 checked against the same rules the hardware applies before anything reaches
 the bus.
 
 Example (a device whose registers are mapped by a UIO driver)::
 
     import asyncio
-    from neuron_fabric.driver import Driver, MmapBus
-    from neuron_fabric.params import Mode
+    from neuron_fabric.host.driver import Driver, MmapBus
+    from neuron_fabric.host.facts import Mode
 
     async def main():
         nf = await Driver.probe(MmapBus("/dev/uio0"))
@@ -33,9 +33,9 @@ import mmap
 import os
 import struct
 
-from .params import Format, GateKind, Mode
-from .regmap import (CXL_ADDR_BITS, COUNTERS, ID_VALUE, STATUS_BITS, CfgError, RegisterMap,
-                     TopParams, cfg_check, cfg_decode, cfg_encode)
+from .facts import CXL_ADDR_BITS, Format, GateKind, Mode, TopParams
+from .regmap import (COUNTERS, ID_VALUE, STATUS_BITS, CfgError, RegisterMap, cfg_check,
+                     cfg_decode, cfg_encode)
 
 __all__ = ["BusError", "Driver", "AxiLiteMasterBus", "MmapBus", "CfgError"]
 

@@ -1,4 +1,4 @@
-"""Parameters, encodings and build profiles: the single source of truth.
+"""Parameters, encodings, opcodes and build profiles: the single source of truth.
 
 Everything here is plain Python (no Amaranth import) so that the golden
 model, the HDL, the flows and the tests all read the same facts.
@@ -13,8 +13,13 @@ __all__ = [
     "LINE_BITS_CHOICES", "WORKERS_CHOICES", "STAGES_RANGE", "REGIONS_RANGE",
     "MAX_OUTSTANDING_RANGE", "DEFAULTS", "FIELD_WIDTHS",
     "Mode", "Format", "GateKind", "FEATURES", "PROFILES", "Profile",
-    "DatapathParams", "check_choice", "check_range",
+    "DatapathParams", "TopParams", "CXL_ADDR_BITS", "ReqOpcode", "RwdOpcode",
+    "DRS_MEMDATA", "NDR_CMP", "DATAPATH_MODULE", "TOP_MODULE", "check_choice", "check_range",
 ]
+
+#: Verilog module names of the exported core and top.
+DATAPATH_MODULE = "neuron_fabric_datapath"
+TOP_MODULE = "neuron_fabric"
 
 
 LINE_BITS_CHOICES = (64, 128, 256, 512, 1024)
@@ -175,3 +180,61 @@ class DatapathParams:
     def lanes(self):
         """E, the number of lanes (elements) per line."""
         return self.line_bits // self.workers
+
+
+#: Address bits a BASE/LIMIT pair holds (the CXL address width).
+CXL_ADDR_BITS = 52
+
+
+@dataclass(frozen=True)
+class TopParams(DatapathParams):
+    """Validated parameters of the top ``neuron_fabric`` (SPEC section 1):
+    the datapath's, plus REGIONS and MAX_OUTSTANDING.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If a parameter is outside SPEC section 1; the message names the value.
+    """
+    regions: int = DEFAULTS["regions"]
+    max_outstanding: int = DEFAULTS["max_outstanding"]
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_range("REGIONS", self.regions, REGIONS_RANGE)
+        check_range("MAX_OUTSTANDING", self.max_outstanding, MAX_OUTSTANDING_RANGE)
+
+    @property
+    def offset_bits(self):
+        """log2(LINE_BYTES): address bits below a line."""
+        return self.line_bytes.bit_length() - 1
+
+    @property
+    def id_bits(self):
+        """AXI ID width: enough to number MAX_OUTSTANDING transactions."""
+        return max(1, (self.max_outstanding - 1).bit_length())
+
+    def tag(self):
+        """Short name of the parameter set, for build folders."""
+        return (f"L{self.line_bits}_W{self.workers}_S{self.stages}"
+                f"_R{self.regions}_O{self.max_outstanding}_{self.profile}")
+
+
+class ReqOpcode(IntEnum):
+    """M2S Req opcodes (CXL 2.0 encodings, SPEC section 4.2)."""
+    MEM_INV = 0b0000
+    MEM_RD = 0b0001
+    MEM_RD_DATA = 0b0010
+    MEM_SPEC_RD = 0b1000
+    MEM_INV_NT = 0b1001
+
+
+class RwdOpcode(IntEnum):
+    """M2S RwD opcodes (CXL 2.0 encodings, SPEC section 4.2)."""
+    MEM_WR = 0b0001
+    MEM_WR_PTL = 0b0010
+
+
+#: S2M DRS MemData and S2M NDR Cmp opcodes.
+DRS_MEMDATA = 0b000
+NDR_CMP = 0b000

@@ -5,13 +5,9 @@ once per pytest session; every cocotb test of sim/conformance_top.py is
 reported as its own pytest item.
 """
 
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "sim"))
-from conformance_common import check_result, conformance_params, run_module_once  # noqa: E402
+from neuron_fabric.sim.conformance_common import check_result, conformance_params, run_module_once
 
 TESTS = [
     "ports_and_widths",
@@ -63,7 +59,7 @@ def test_top_conformance(cfg, test):
                            regions=regions, max_outstanding=max_out, top=True),
         toplevel="neuron_fabric",
         sources=["neuron_fabric.v"],
-        test_module="conformance_top",
+        test_module="neuron_fabric.sim.conformance_top",
         simulator=sim,
         extra_env=dict(LINE_BITS=line_bits, WORKERS=workers, STAGES=stages,
                        REGIONS=regions, MAX_OUTSTANDING=max_out, SEED=3),

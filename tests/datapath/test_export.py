@@ -9,7 +9,8 @@ import pathlib
 
 import pytest
 
-from neuron_fabric.params import LINE_BITS_CHOICES, PROFILES, WORKERS_CHOICES
+from neuron_fabric.host.facts import LINE_BITS_CHOICES, PROFILES, WORKERS_CHOICES
+from neuron_fabric.host.facts import DATAPATH_MODULE
 
 EXPORT = pathlib.Path(sys.executable).parent / "neuron-fabric-export"
 
@@ -77,7 +78,7 @@ def test_cli_writes_the_datapath(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "neuron_fabric_datapath.v").read_text()
-    assert module_ports(text, "neuron_fabric_datapath") == spec_ports(64)
+    assert module_ports(text, DATAPATH_MODULE) == spec_ports(64)
 
 
 QUICK = [(64, 4, 1, "full"), (512, 8, 5, "full"), (512, 8, 5, "paper"), (1024, 16, 8, "full")]
@@ -93,4 +94,4 @@ assert set(PROFILES) == {"full", "paper"}
     pytest.param(*params, marks=pytest.mark.slow) for params in SWEEP])
 def test_ports_match_spec(export_datapath, line_bits, workers, stages, profile):
     text = export_datapath(line_bits, workers, stages, profile).read_text()
-    assert module_ports(text, "neuron_fabric_datapath") == spec_ports(line_bits)
+    assert module_ports(text, DATAPATH_MODULE) == spec_ports(line_bits)

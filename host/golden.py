@@ -27,7 +27,7 @@ The last line is padded with lanes whose bits are all 0 (every worker
 
 import numpy as np
 
-from .params import Format, GateKind, Mode, LINE_BITS_CHOICES, WORKERS_CHOICES
+from .facts import Format, GateKind, Mode, LINE_BITS_CHOICES, WORKERS_CHOICES
 
 __all__ = [
     "check_config", "transform_lane", "transform", "gate_pattern",

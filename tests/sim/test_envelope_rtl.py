@@ -13,9 +13,9 @@ fixture in two workers at once, building into the same folder."""
 
 import pytest
 
-from neuron_fabric.params import DEFAULTS
-from neuron_fabric_sim.envelope import rtl
-from neuron_fabric_sim.toolchain import BUILD
+from neuron_fabric.host.facts import DEFAULTS
+from neuron_fabric.sim.envelope import rtl
+from neuron_fabric.sim.toolchain import BUILD
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,10 @@ import subprocess
 
 import pytest
 
-from neuron_fabric.export import top_verilog, write_verilog
-from neuron_fabric.regmap import TopParams
-from neuron_fabric_sim.toolchain import BUILD, REPO, verilator_env
+from neuron_fabric.hdl.export import top_verilog, write_verilog
+from neuron_fabric.host.facts import TopParams
+from neuron_fabric.sim.toolchain import BUILD, REPO, verilator_env
+from neuron_fabric.host.facts import TOP_MODULE
 
 
 def spec_ports(line_bits, id_bits):
@@ -62,7 +63,7 @@ def exported_ports(text, module):
 def test_ports_follow_spec(params):
     text = top_verilog(line_bits=params.line_bits, workers=params.workers, stages=params.stages,
                        regions=params.regions, max_outstanding=params.max_outstanding)
-    assert exported_ports(text, "neuron_fabric") == spec_ports(params.line_bits, params.id_bits)
+    assert exported_ports(text, TOP_MODULE) == spec_ports(params.line_bits, params.id_bits)
 
 
 @pytest.fixture(scope="module")

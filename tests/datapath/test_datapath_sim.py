@@ -16,9 +16,9 @@ import pytest
 from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
-from neuron_fabric import golden
-from neuron_fabric.datapath import Datapath
-from neuron_fabric.params import PROFILES, Format, GateKind, Mode
+from neuron_fabric.host import golden
+from neuron_fabric.hdl.datapath import Datapath
+from neuron_fabric.host.facts import PROFILES, Format, GateKind, Mode
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,15 @@ import pytest
 from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
-from neuron_fabric.driver import BusError, CfgError, Driver
-from neuron_fabric.inflight import IdPool
-from neuron_fabric.params import Format, GateKind, Mode
-from neuron_fabric.phase import MODULI, leaves, phase_lookup, reduce
-from neuron_fabric.regmap import RegisterMap, TopParams, markdown
-from neuron_fabric.top import devload_level
+from neuron_fabric.host.driver import BusError, CfgError, Driver
+from neuron_fabric.hdl.inflight import IdPool
+from neuron_fabric.host.facts import Format, GateKind, Mode
+from neuron_fabric.hdl.phase import MODULI, leaves, phase_lookup, reduce
+from neuron_fabric.host.facts import TopParams
+from neuron_fabric.host.regmap import RegisterMap, markdown
+from neuron_fabric.hdl.top import devload_level
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from neuron_fabric.sim.toolchain import REPO
 
 
 # -- register map ---------------------------------------------------------------

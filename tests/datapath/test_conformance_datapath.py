@@ -5,13 +5,9 @@ once per pytest session; every cocotb test of sim/conformance_datapath.py is
 reported as its own pytest item.
 """
 
-import pathlib
-import sys
-
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "sim"))
-from conformance_common import check_result, conformance_params, run_module_once  # noqa: E402
+from neuron_fabric.sim.conformance_common import check_result, conformance_params, run_module_once
 
 TESTS = [
     "ports_and_widths",
@@ -50,7 +46,7 @@ def test_datapath_conformance(cfg, test):
         export_kwargs=dict(line_bits=line_bits, workers=workers, stages=stages),
         toplevel="neuron_fabric_datapath",
         sources=["neuron_fabric_datapath.v"],
-        test_module="conformance_datapath",
+        test_module="neuron_fabric.sim.conformance_datapath",
         simulator=sim,
         extra_env=dict(LINE_BITS=line_bits, WORKERS=workers, STAGES=stages, SEED=7),
     )

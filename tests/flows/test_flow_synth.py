@@ -10,13 +10,13 @@ import sys
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-SYNTH = REPO / "synth"
+from neuron_fabric.sim.toolchain import REPO
 
 
 def run(script, reports, *args):
     env = dict(os.environ, NEURON_FABRIC_REPORTS=str(reports))
-    proc = subprocess.run([sys.executable, str(SYNTH / script), *args], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-m", f"neuron_fabric.synth.{script}", *args],
+                          cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
@@ -30,7 +30,7 @@ def reports():
 
 
 def test_generic_synthesis_ge_and_report(reports):
-    run("generic.py", reports, "--line-bits", "64", "--profiles", "paper", "--jobs", "1")
+    run("generic", reports, "--line-bits", "64", "--profiles", "paper", "--jobs", "1")
     rows = json.loads((reports / "synth.json").read_text())
     assert len(rows) == 1
     row = rows[0]
@@ -45,7 +45,7 @@ def test_generic_synthesis_ge_and_report(reports):
     for ext in ("csv", "md"):
         assert (reports / f"synth.{ext}").read_text().count("paper") >= 1
 
-    run("ge.py", reports)
+    run("ge", reports)
     ge = json.loads((reports / "ge.json").read_text())[0]
     assert ge["ge"] > row["cells"] * 0.5
     assert 0 < ge["area_mm2"] < 1
@@ -54,7 +54,7 @@ def test_generic_synthesis_ge_and_report(reports):
     assert ge["slack_ps_2ghz"] == pytest.approx(500 - ge["stage_delay_ps"])
     assert "proxy" in (reports / "ge.md").read_text().lower()
 
-    run("report.py", reports)
+    run("report", reports)
     text = (reports / "hardware.md").read_text()
     assert "184.88" in text and "make synth" in text
     for png in ("cells_vs_width.png", "fmax_vs_width.png", "fmax_slack_vs_stages.png"):
@@ -62,11 +62,7 @@ def test_generic_synthesis_ge_and_report(reports):
 
 
 def test_ge_weights_are_nand2_equivalents():
-    sys.path.insert(0, str(SYNTH))
-    try:
-        import ge
-    finally:
-        sys.path.remove(str(SYNTH))
+    from neuron_fabric.synth import ge
     assert ge.cell_ge("$_NAND_") == 1.0
     assert ge.cell_ge("$_NOT_") < ge.cell_ge("$_NAND_") < ge.cell_ge("$_XOR_")
     assert ge.cell_ge("$_DFF_P_") < ge.cell_ge("$_DFFE_PP_") < ge.cell_ge("$_SDFFCE_PP0P_")

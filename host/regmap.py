@@ -1,9 +1,9 @@
 """Control register map of the top ``neuron_fabric`` (SPEC section 4.4).
 
 This module is the one place the register map is written down.  It is plain
-Python (no Amaranth import): the RTL decode (:mod:`neuron_fabric.csr`), the
+Python (no Amaranth import): the RTL decode (:mod:`neuron_fabric.hdl.csr`), the
 generated Markdown table (``docs/registers.md``, see :func:`markdown`) and the
-control-plane driver (:mod:`neuron_fabric.driver`) all read it.
+control-plane driver (:mod:`neuron_fabric.host.driver`) all read it.
 
 A :class:`RegisterMap` is built for one parameter set (:class:`TopParams`):
 counters and region registers are arrays, and region registers exist only for
@@ -12,11 +12,10 @@ counters and region registers are arrays, and region registers exist only for
 
 from dataclasses import dataclass, field as dc_field
 
-from .params import (DEFAULTS, DatapathParams, Format, GateKind, MAX_OUTSTANDING_RANGE,
-                     Mode, REGIONS_RANGE, check_range)
+from .facts import CXL_ADDR_BITS, Format, GateKind, Mode, TopParams
 
 __all__ = [
-    "TopParams", "Field", "Register", "RegisterMap", "CFG_FIELDS", "STATUS_BITS",
+    "Field", "Register", "RegisterMap", "CFG_FIELDS", "STATUS_BITS",
     "COUNTERS", "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "CfgError",
     "cfg_encode", "cfg_decode", "cfg_check", "markdown",
 ]
@@ -28,44 +27,6 @@ VERSION_MINOR = 0
 
 DATA_BITS = 32
 ADDR_BITS = 12
-
-#: Address bits a BASE/LIMIT pair holds (the CXL address width).
-CXL_ADDR_BITS = 52
-
-
-@dataclass(frozen=True)
-class TopParams(DatapathParams):
-    """Validated parameters of the top ``neuron_fabric`` (SPEC section 1):
-    the datapath's, plus REGIONS and MAX_OUTSTANDING.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If a parameter is outside SPEC section 1; the message names the value.
-    """
-    regions: int = DEFAULTS["regions"]
-    max_outstanding: int = DEFAULTS["max_outstanding"]
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_range("REGIONS", self.regions, REGIONS_RANGE)
-        check_range("MAX_OUTSTANDING", self.max_outstanding, MAX_OUTSTANDING_RANGE)
-
-    @property
-    def offset_bits(self):
-        """log2(LINE_BYTES): address bits below a line."""
-        return self.line_bytes.bit_length() - 1
-
-    @property
-    def id_bits(self):
-        """AXI ID width: enough to number MAX_OUTSTANDING transactions."""
-        return max(1, (self.max_outstanding - 1).bit_length())
-
-    def tag(self):
-        """Short name of the parameter set, for build folders."""
-        return (f"L{self.line_bits}_W{self.workers}_S{self.stages}"
-                f"_R{self.regions}_O{self.max_outstanding}_{self.profile}")
-
 
 @dataclass(frozen=True)
 class Field:
@@ -268,7 +229,7 @@ def markdown(params=None):
     out = [
         "# Control registers of `neuron_fabric`",
         "",
-        "Generated from `hdl/regmap.py` by `python -m neuron_fabric.regmap`; do not edit.",
+        "Generated from `host/regmap.py` by `python -m neuron_fabric.host.regmap`; do not edit.",
         "",
         f"Parameter set: LINE_BITS={p.line_bits}, WORKERS={p.workers}, STAGES={p.stages}, "
         f"REGIONS={p.regions}, MAX_OUTSTANDING={p.max_outstanding}.",
@@ -317,7 +278,7 @@ def markdown(params=None):
 def main(argv=None):
     import argparse
     import pathlib
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.regmap",
+    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.host.regmap",
                                  description="Write the Markdown register table.")
     ap.add_argument("out", nargs="+", help="output file(s)")
     args = ap.parse_args(argv)

@@ -8,7 +8,7 @@ import pathlib
 import subprocess
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+from neuron_fabric.sim.toolchain import REPO
 
 
 def _smoke(script):
@@ -18,7 +18,7 @@ def _smoke(script):
     reports.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, NEURON_FABRIC_REPORTS=str(reports))
     proc = subprocess.run(
-        [sys.executable, str(REPO / "synth" / f"{script}.py"), "--line-bits", "64",
+        [sys.executable, "-m", f"neuron_fabric.synth.{script}", "--line-bits", "64",
          "--profiles", "paper", "--smoke", "--jobs", "1"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -66,8 +66,7 @@ def test_endpoints_smoke():
 def test_endpoint_classes():
     """Driver/sink port pairs map to the documented classes, and register
     names lose their copy index."""
-    sys.path.insert(0, str(REPO / "synth"))
-    import endpoints
+    from neuron_fabric.synth import endpoints
     assert endpoints.classify("F", "DI") == "LUT4 -> FF (DI)"
     assert endpoints.classify("F", "M") == "LUT4 -> FF (M)"
     assert endpoints.classify("OFX", "M") == "wide LUT -> FF (M)"
