@@ -4,13 +4,14 @@ Command line: ``neuron-fabric-export --help`` (or ``python -m
 neuron_fabric.hdl.export``); ``make verilog`` calls it.
 """
 
-import argparse
 import pathlib
 import sys
 
 from neuron_fabric.host.facts import (DATAPATH_MODULE, DEFAULTS, LINE_BITS_CHOICES,
                                       MAX_OUTSTANDING_RANGE, PROFILES, REGIONS_RANGE,
-                                      STAGES_RANGE, TOP_MODULE, WORKERS_CHOICES)
+                                      STAGES_RANGE, TOP_MODULE, WORKERS_CHOICES,
+                                      TopParams)
+from neuron_fabric.host.cli import ArgumentParser
 
 __all__ = ["datapath_verilog", "top_verilog", "write_verilog", "main"]
 
@@ -52,7 +53,7 @@ def write_verilog(path, text):
 
 
 def _parser():
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="neuron-fabric-export",
         description="Write the NEURON-Fabric datapath core and CXL.mem top as "
                     "self-contained Verilog.")
@@ -79,21 +80,30 @@ def _parser():
 
 
 def main(argv=None):
+    """Command line; every error is one line naming the bad value (exit 2)."""
     args = _parser().parse_args(argv)
     try:
-        texts = {DATAPATH_MODULE: datapath_verilog(
-            line_bits=args.line_bits, workers=args.workers, stages=args.stages,
-            profile=args.profile)}
-        if not args.no_top:
-            texts[TOP_MODULE] = top_verilog(
-                line_bits=args.line_bits, workers=args.workers, stages=args.stages,
-                regions=args.regions, max_outstanding=args.max_outstanding,
-                profile=args.profile)
+        # Check every parameter before anything is elaborated, so that a bad
+        # value leaves no half-built design behind (and no Amaranth warning).
+        params = TopParams(line_bits=args.line_bits, workers=args.workers, stages=args.stages,
+                           regions=args.regions, max_outstanding=args.max_outstanding,
+                           profile=args.profile)
     except (TypeError, ValueError) as exc:
         print(f"neuron-fabric-export: error: {exc}", file=sys.stderr)
         return 2
+    core = dict(line_bits=params.line_bits, workers=params.workers, stages=params.stages,
+                profile=params.profile)
+    texts = {DATAPATH_MODULE: datapath_verilog(**core)}
+    if not args.no_top:
+        texts[TOP_MODULE] = top_verilog(**core, regions=params.regions,
+                                        max_outstanding=params.max_outstanding)
     for module, text in texts.items():
-        path = write_verilog(pathlib.Path(args.out_dir) / f"{module}.v", text)
+        try:
+            path = write_verilog(pathlib.Path(args.out_dir) / f"{module}.v", text)
+        except OSError as exc:
+            print(f"neuron-fabric-export: error: cannot write {module}.v into "
+                  f"{args.out_dir!r}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
         print(f"wrote {path}")
     return 0
 

@@ -1,0 +1,42 @@
+"""Command-line errors: one line on stderr that names the bad value, exit
+status 2, no traceback and no Amaranth warning."""
+
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+EXPORT = pathlib.Path(sys.executable).parent / "neuron-fabric-export"
+
+
+def _export(*args, cwd=None):
+    return subprocess.run([str(EXPORT), *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.mark.parametrize("args,named", [
+    (["--regions", "17"], "17"),
+    (["--line-bits", "65"], "65"),
+    (["--workers", "3"], "3"),
+    (["--stages", "0"], "0"),
+    (["--max-outstanding", "300"], "300"),
+    (["--line-bits", "x"], "'x'"),
+    (["--profile", "tiny"], "'tiny'"),
+])
+def test_bad_parameter_is_one_line(args, named, tmp_path):
+    proc = _export(*args, "--out-dir", str(tmp_path))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("neuron-fabric-export: error:") and named in lines[0]
+    assert proc.stdout == "" and not list(tmp_path.iterdir())
+
+
+def test_unwritable_out_dir_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    proc = _export("--line-bits", "64", "--no-top", "--out-dir", str(blocker / "sub"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert str(blocker / "sub") in lines[0]
