@@ -1,0 +1,595 @@
+"""The control plane: Predictor, Commander and Supervisor (paper sections 3 and 8).
+
+The controller exposes a mode latch (DEFAULT_CFG) and a region table; this
+module decides, per parameter group and per step, which aggregation path a
+group takes, and writes only that mode metadata through the control-plane
+driver (:class:`neuron_fabric.host.driver.Driver`), so the same code drives
+the device model, the RTL under cocotb, or a memory-mapped device.
+
+Roles (paper section 3, "Control interface"):
+
+:class:`Predictor`
+    Estimates collective pressure from trace-derived forecasts.  Its only
+    input is a :class:`TraceRecord` of timings and volumes: it cannot be
+    handed gradients, weights or loss.  Its All-Reduce times come from the
+    communication-time model (:mod:`neuron_fabric.sim.envelope.commtime`)
+    and the datapath exposure from the timing-envelope model
+    (:mod:`neuron_fabric.sim.envelope.model`).
+:class:`Commander`
+    Proposes a mode per group with a deterministic ladder: the lowest-traffic
+    mode whose cosine-alignment diagnostic (measured on FP32 warm-up steps)
+    passes; a sensitive group (the classifier head) stays on FP32 unless
+    every other group is admitted.
+:class:`Supervisor`
+    Keeps or returns every group to FP32 when training health degrades
+    (CUSUM on the loss trend, a non-finite loss, a loss spike), holds FP32
+    for a cooldown, then reports recovery so the Commander may re-admit.
+:class:`ControlPlane`
+    Runs the three at step boundaries and writes the region CFG words.  A
+    control-plane fault (SLVERR, a rejected CFG, a bus error, a read-back
+    mismatch) puts every group on FP32 and is recorded; the runtime
+    aggregates FP32 groups in software, so no group is ever in an unknown
+    mode.
+
+Mode names are the keys of :data:`neuron_fabric.host.traffic.BITS_PER_ELEMENT`
+(``"fp32"``, ``"gbinary"``, ``"gternary"``); the ladder is that table sorted
+by bits per element.
+"""
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from neuron_fabric.sim.envelope.commtime import CommParams, allreduce_times_ms
+from neuron_fabric.sim.envelope.model import overhead_pct
+from neuron_fabric.sim.envelope.params import ANCHOR, ServiceParams
+
+from .driver import BusError
+from .facts import Format, GateKind, Mode
+from .regmap import cfg_decode
+from .traffic import BITS_PER_ELEMENT
+
+__all__ = [
+    "FP32", "LOW_BIT_MODES", "MODE_CFG", "TraceRecord", "Forecast", "PredictorConfig",
+    "Predictor", "CommanderConfig", "Commander", "SupervisorConfig", "Supervisor",
+    "ControlFault", "StepDecision", "ControlPlane",
+]
+
+FP32 = "fp32"
+
+#: Low-bit modes in ladder order: fewest bits per element first.
+LOW_BIT_MODES = tuple(sorted((m for m in BITS_PER_ELEMENT if m != FP32),
+                             key=BITS_PER_ELEMENT.get))
+
+#: CFG fields of each mode.  FP32 is BYPASS: the runtime averages FP32
+#: groups in software and never reads them through the datapath.  The
+#: low-bit modes return SIGN lanes (majority sign; G-Ternary with the
+#: paper's fixed 2-of-3 pattern gate).
+MODE_CFG = {
+    FP32: dict(mode=Mode.BYPASS),
+    "gbinary": dict(mode=Mode.GBINARY, format=Format.SIGN),
+    "gternary": dict(mode=Mode.GTERNARY, format=Format.SIGN, gate_kind=GateKind.PATTERN,
+                     period=3, keep=2),
+}
+
+
+def _check_mode(mode):
+    if mode != FP32 and mode not in LOW_BIT_MODES:
+        raise ValueError(f"mode must be one of {(FP32,) + LOW_BIT_MODES}, not {mode!r}")
+    return mode
+
+
+# -- Predictor ------------------------------------------------------------------------
+
+def _check_count(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise TypeError(f"{name} must be a non-negative int, not {type(value).__name__} {value!r}")
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One step's communication trace: the Predictor's only input.
+
+    Every field is a timing or a volume, checked to be a plain Python
+    number, so no array (gradient, weight) and no loss can ride along.
+
+    Parameters
+    ----------
+    step : int
+        Step index.
+    compute_s : float
+        Measured forward + backward time of the step, in seconds.
+    group_elements : tuple of (str, int)
+        Gradient elements per parameter group (the volume each group
+        communicates), in a fixed group order.
+    """
+    step: int
+    compute_s: float
+    group_elements: tuple
+
+    def __post_init__(self):
+        _check_count("step", self.step)
+        if isinstance(self.compute_s, bool) or not isinstance(self.compute_s, (int, float)) \
+                or not math.isfinite(self.compute_s) or self.compute_s < 0:
+            raise TypeError(f"compute_s must be a finite non-negative float, not {self.compute_s!r}")
+        if not isinstance(self.group_elements, tuple):
+            raise TypeError("group_elements must be a tuple of (name, elements) pairs, "
+                            f"not {type(self.group_elements).__name__}")
+        for pair in self.group_elements:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+                raise TypeError(f"group_elements entries must be (name, elements), not {pair!r}")
+            _check_count(f"elements of group {pair[0]!r}", pair[1])
+
+    @property
+    def elements(self):
+        return sum(n for _, n in self.group_elements)
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """The Predictor's stored forecasts for the next step (paper section 3).
+
+    Times in seconds, volumes in bytes; ``allreduce_s`` maps each mode to
+    the modelled All-Reduce time of the step's gradient on that path.
+    """
+    compute_s: float
+    allreduce_s: dict
+    gradient_bytes: int
+    shard_bytes_per_gpu: float
+    peak_cxl_bytes_per_s: float
+    cache_line_reads: int
+
+    @property
+    def pressure(self):
+        """FP32 All-Reduce time over forward + backward time: how much of a
+        step the FP32 collective would take were it not overlapped."""
+        return self.allreduce_s[FP32] / self.compute_s if self.compute_s else math.inf
+
+
+@dataclass(frozen=True)
+class PredictorConfig:
+    """Parameters of the Predictor.
+
+    Parameters
+    ----------
+    compute_ema : float, default 0.2
+        Weight of the newest step in the forward/backward time forecast
+        (exponential moving average; the paper stores a forecast but gives
+        no smoothing).
+    comm : CommParams
+        The communication-time model's parameters (``gpus`` = W workers,
+        link bandwidths; :mod:`neuron_fabric.sim.envelope.commtime`).
+    service : ServiceParams
+        The timing-envelope anchor whose exposed datapath overhead scales the
+        low-bit paths (paper section 4, full-LLC-miss anchor).
+    fp32_path : str
+        Which FP32 path of the communication-time model is the baseline.
+    line_bits : int, default 512
+        Cache-line width: sets the read count of a low-bit aggregate.
+    """
+    compute_ema: float = 0.2
+    comm: CommParams = CommParams()
+    service: ServiceParams = ANCHOR
+    fp32_path: str = "FP32 via CXL pooled memory"
+    line_bits: int = 512
+
+    def __post_init__(self):
+        if not 0 < self.compute_ema <= 1:
+            raise ValueError(f"compute_ema must be in (0, 1], not {self.compute_ema!r}")
+
+
+@lru_cache(maxsize=8)
+def _exposure_pct(service):
+    """Exposed datapath overhead of the anchor (timing-envelope model)."""
+    return overhead_pct(service, 256)
+
+
+_COMM_KEYS = {"gbinary": "G-Binary (CXL-side)", "gternary": "G-Ternary (CXL-side)"}
+
+
+class Predictor:
+    """Trace-derived forecasts of collective pressure.
+
+    Only :meth:`observe` feeds it, and it accepts nothing but a
+    :class:`TraceRecord`.
+    """
+
+    def __init__(self, config=PredictorConfig()):
+        self.config = config
+        self._compute_s = None
+        self._last = None
+
+    def observe(self, record):
+        """Take one step's trace."""
+        if type(record) is not TraceRecord:
+            raise TypeError(f"the Predictor takes a TraceRecord, not {type(record).__name__}")
+        a = self.config.compute_ema
+        self._compute_s = record.compute_s if self._compute_s is None else \
+            (1 - a) * self._compute_s + a * record.compute_s
+        self._last = record
+
+    def forecast(self):
+        """Forecast for the next step (None before the first trace)."""
+        if self._last is None:
+            return None
+        c = self.config
+        n = self._last.elements
+        times = allreduce_times_ms(n, _exposure_pct(c.service), c.comm)
+        allreduce = {FP32: times[c.fp32_path] * 1e-3}
+        allreduce.update({m: times[_COMM_KEYS[m]] * 1e-3 for m in LOW_BIT_MODES})
+        grad_bytes = int(n * BITS_PER_ELEMENT[FP32] // 8)
+        lanes = c.line_bits // c.comm.gpus
+        lines = sum(-(-e // lanes) for _, e in self._last.group_elements)
+        window = max(self._compute_s, 1e-12)
+        return Forecast(compute_s=self._compute_s, allreduce_s=allreduce,
+                        gradient_bytes=grad_bytes,
+                        shard_bytes_per_gpu=grad_bytes / c.comm.gpus,
+                        peak_cxl_bytes_per_s=2 * grad_bytes / window,
+                        cache_line_reads=lines)
+
+
+# -- Commander ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CommanderConfig:
+    """Parameters of the Commander's deterministic ladder (paper section 8).
+
+    Parameters
+    ----------
+    default_mode : str, default "fp32"
+        Mode of every group before the first decision: ``"fp32"`` is the
+        paper's admission trace (training starts on FP32, section 3,
+        "Admission and recovery"); a low-bit mode is its recovery trace
+        (Fig. 6, G-Binary-default).
+    warmup_steps : int, default 20
+        FP32 steps before the first admission.  The paper gives no length.
+    diag_window : int, default 10
+        FP32 steps whose cosine diagnostics are averaged for a decision
+        (the last ``diag_window`` of the warm-up or of a cooldown).
+    cos_min : dict, default {"gbinary": 0.4, "gternary": 0.4}
+        A mode passes for a group when its mean low-bit/FP32 cosine is at
+        least this.  The paper gives no number; 0.4 lies between the
+        CIFAR-100 head's .174/.142 and every group the paper admits
+        (>= .415, Table 5).
+    min_pressure : float, default 0.0
+        Admit only when the Predictor's FP32 All-Reduce / compute ratio is
+        at least this (network telemetry).  0 admits on diagnostics alone.
+    sensitive : tuple of str, default ("head",)
+        Groups that go low-bit only when every other group is admitted
+        (paper section 8: "keeps a sensitive head on FP32 when only the
+        backbone passes"; the reverse split saves almost no traffic,
+        Table 6).
+    """
+    default_mode: str = FP32
+    warmup_steps: int = 20
+    diag_window: int = 10
+    cos_min: dict = field(default_factory=lambda: {m: 0.4 for m in LOW_BIT_MODES})
+    min_pressure: float = 0.0
+    sensitive: tuple = ("head",)
+
+    def __post_init__(self):
+        _check_mode(self.default_mode)
+        if self.diag_window < 1 or self.warmup_steps < 0:
+            raise ValueError("diag_window must be >= 1 and warmup_steps >= 0")
+        if set(self.cos_min) != set(LOW_BIT_MODES):
+            raise ValueError(f"cos_min must name exactly {LOW_BIT_MODES}, not {sorted(self.cos_min)}")
+
+
+class Commander:
+    """The deterministic admission ladder.
+
+    Parameters
+    ----------
+    groups : sequence of str
+        Parameter-group names.
+    config : CommanderConfig
+    """
+
+    def __init__(self, groups, config=CommanderConfig()):
+        self.groups = tuple(groups)
+        self.config = config
+        self._diag = {g: {m: [] for m in LOW_BIT_MODES} for g in self.groups}
+
+    def record_diagnostics(self, cosines):
+        """Take one FP32 step's cosines: ``{group: {mode: cosine}}``."""
+        for g, per_mode in cosines.items():
+            for m, cos in per_mode.items():
+                hist = self._diag[g][m]
+                hist.append(float(cos))
+                del hist[:-self.config.diag_window]
+
+    def clear_diagnostics(self):
+        for per_mode in self._diag.values():
+            for hist in per_mode.values():
+                hist.clear()
+
+    def ready(self):
+        """True when every group and mode has a full diagnostic window."""
+        w = self.config.diag_window
+        return all(len(h) >= w for per in self._diag.values() for h in per.values())
+
+    def diagnostics(self):
+        """Mean cosine per group and mode over the window."""
+        return {g: {m: (sum(h) / len(h) if h else math.nan) for m, h in per.items()}
+                for g, per in self._diag.items()}
+
+    def propose(self, forecast=None):
+        """The ladder's split: ``{group: mode}``.
+
+        Each group gets the lowest-traffic mode whose diagnostic passes
+        (FP32 if none does); sensitive groups stay FP32 unless every other
+        group was admitted; nothing is admitted when the forecast pressure
+        is below ``min_pressure``.
+        """
+        c = self.config
+        if forecast is not None and forecast.pressure < c.min_pressure:
+            return {g: FP32 for g in self.groups}
+        diag = self.diagnostics()
+        split = {}
+        for g in self.groups:
+            passing = [m for m in LOW_BIT_MODES if diag[g][m] >= c.cos_min[m]]
+            split[g] = passing[0] if passing else FP32
+        others = [g for g in self.groups if g not in c.sensitive]
+        if any(split[g] == FP32 for g in others):
+            for g in self.groups:
+                if g in c.sensitive:
+                    split[g] = FP32
+        return split
+
+
+# -- Supervisor -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SupervisorConfig:
+    """Parameters of the Supervisor's training-health guard.
+
+    The CUSUM runs on the relative excess of the step loss over a slow
+    reference: ``x_t = (L_t - R_{t-1}) / R_{t-1}``, ``S_t = max(0, S_{t-1}
+    + x_t - drift)``, alarm when ``S_t > limit``; ``R`` is an exponential
+    moving average of the loss.  The paper names the CUSUM and the
+    cooldown (sections 3 and 8) but gives no values; these defaults were
+    calibrated on the easy task (``docs/control.md``).
+
+    Parameters
+    ----------
+    ref_ema : float, default 0.05
+        Weight of the newest loss in the reference ``R``.
+    drift : float, default 0.05
+        CUSUM drift ``k``: relative excess per step tolerated as noise.
+    limit : float, default 1.0
+        CUSUM decision limit ``h``.
+    spike_ratio : float, default 3.0
+        A single loss above ``spike_ratio * R`` triggers at once.
+    cooldown_steps : int, default 20
+        FP32 steps after the last trigger before recovery is declared.
+    """
+    ref_ema: float = 0.05
+    drift: float = 0.05
+    limit: float = 1.0
+    spike_ratio: float = 3.0
+    cooldown_steps: int = 20
+
+    def __post_init__(self):
+        if not 0 < self.ref_ema <= 1:
+            raise ValueError(f"ref_ema must be in (0, 1], not {self.ref_ema!r}")
+        if self.drift < 0 or self.limit <= 0 or self.spike_ratio <= 1 or self.cooldown_steps < 0:
+            raise ValueError("need drift >= 0, limit > 0, spike_ratio > 1, cooldown_steps >= 0")
+
+
+class Supervisor:
+    """CUSUM loss-trend guard with recovery triggers and cooldown."""
+
+    def __init__(self, config=SupervisorConfig()):
+        self.config = config
+        self.reference = None
+        self.cusum = 0.0
+        self.since_trigger = None     # steps since the last trigger; None: never
+        self.last_trigger = None
+
+    @property
+    def cooling(self):
+        """True from a trigger until ``cooldown_steps`` quiet steps later."""
+        return self.since_trigger is not None and self.since_trigger < self.config.cooldown_steps
+
+    def observe(self, loss):
+        """Take one step's loss; return the trigger's name or None.
+
+        A trigger restarts the cooldown and the CUSUM, and rebases the
+        reference on the current loss so a lasting shift is not counted
+        twice.
+        """
+        c = self.config
+        loss = float(loss)
+        if self.since_trigger is not None:
+            self.since_trigger += 1
+        trigger = None
+        if not math.isfinite(loss):
+            trigger = "non-finite loss"
+        elif self.reference is None:
+            self.reference = loss
+            return None
+        elif loss > c.spike_ratio * self.reference:
+            trigger = "loss spike"
+        else:
+            x = (loss - self.reference) / max(self.reference, 1e-12)
+            self.cusum = max(0.0, self.cusum + x - c.drift)
+            self.reference = (1 - c.ref_ema) * self.reference + c.ref_ema * loss
+            if self.cusum > c.limit:
+                trigger = "CUSUM"
+        if trigger:
+            self.cusum = 0.0
+            self.since_trigger = 0
+            self.last_trigger = trigger
+            if math.isfinite(loss):
+                self.reference = loss
+        return trigger
+
+
+# -- the control plane --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ControlFault:
+    """A control-plane fault: when and what."""
+    step: int
+    error: str
+
+
+@dataclass(frozen=True)
+class StepDecision:
+    """What the control plane did before a step."""
+    step: int
+    modes: dict
+    reason: str = ""
+    writes: int = 0
+
+
+class ControlPlane:
+    """Predictor, Commander and Supervisor at step boundaries, writing region CFGs.
+
+    Call :meth:`before_step` when no request of the runtime is in flight: it
+    applies pending decisions with driver writes that complete (BVALID)
+    before it returns, so every read of the step is accepted after them and
+    sees one mode (SPEC 4.3).  Call :meth:`after_step` with the step's
+    trace, loss and (on FP32 steps) cosine diagnostics.
+
+    Parameters
+    ----------
+    driver : Driver
+    regions : dict
+        Group name -> region index the runtime gave the group.
+    predictor, commander, supervisor :
+        The three roles.
+    delay_steps : int, default 0
+        Apply each decision this many steps late (the late mode update of
+        Fig. 3d, measured in the loop).
+    verify : bool, default True
+        Read each written CFG back; a mismatch is a fault.  A memory-mapped
+        bus cannot report SLVERR, so this is how it is caught there.
+    """
+
+    def __init__(self, driver, regions, predictor, commander, supervisor, *,
+                 delay_steps=0, verify=True):
+        if set(regions) != set(commander.groups):
+            raise ValueError(f"regions {sorted(regions)} and groups {sorted(commander.groups)} differ")
+        self.driver = driver
+        self.regions = dict(regions)
+        self.predictor = predictor
+        self.commander = commander
+        self.supervisor = supervisor
+        self.delay_steps = delay_steps
+        self.verify = verify
+        self.modes = {g: FP32 for g in commander.groups}
+        self.faults = []
+        self.log = []
+        self._pending = []            # (due step, modes, reason)
+        self._target = {g: commander.config.default_mode for g in commander.groups}
+        self._admitted_once = False
+        self._fp32_steps = 0
+        self._step = 0
+        self._shadow = {}
+        self._pending.append((0, dict(self._target), "default mode"))
+
+    @property
+    def faulted(self):
+        return bool(self.faults)
+
+    def _schedule(self, step, modes, reason):
+        self._pending.append((step + self.delay_steps, dict(modes), reason))
+
+    async def before_step(self, step):
+        """Apply due decisions; return ``{group: mode}`` for this step."""
+        self._step = step
+        due = [p for p in self._pending if p[0] <= step]
+        self._pending = [p for p in self._pending if p[0] > step]
+        decision = StepDecision(step, dict(self.modes))
+        for _, modes, reason in due:
+            if self.faulted:
+                break
+            writes = await self._apply(modes)
+            decision = StepDecision(step, dict(self.modes), reason, decision.writes + writes)
+        if decision.writes:
+            self.log.append(decision)
+        return dict(self.modes)
+
+    async def _apply(self, modes):
+        """Write the CFG of every group whose mode changes; on a fault put
+        every group on FP32 and record it."""
+        writes = 0
+        for g, mode in modes.items():
+            if mode == self.modes[g]:
+                continue
+            try:
+                await self._write_mode(g, mode)
+                writes += 1
+            except Exception as err:     # any bus or driver failure is a fault
+                await self._fault(f"group {g!r} -> {mode}: {type(err).__name__}: {err}")
+                return writes
+            self.modes[g] = mode
+        return writes
+
+    async def _write_mode(self, group, mode):
+        r = self.regions[group]
+        name = f"REGION{r}_CFG"
+        if name not in self._shadow:
+            self._shadow[name] = await self.driver.read(name)
+        old = cfg_decode(self._shadow[name])
+        value = self.driver.cfg_value(enable=old["enable"], **MODE_CFG[mode])
+        await self.driver.write(name, value)
+        if self.verify:
+            back = await self.driver.read(name)
+            if back != value:
+                raise BusError(f"{name} reads back 0x{back:08X} after writing 0x{value:08X}")
+        self._shadow[name] = value
+
+    async def _fault(self, error):
+        """Every group on FP32 (software mean: needs no device), then a
+        best-effort BYPASS write to each region."""
+        self.faults.append(ControlFault(self._step, error))
+        self.modes = {g: FP32 for g in self.modes}
+        self._pending.clear()
+        for g in self.modes:
+            try:
+                await self._write_mode(g, FP32)
+            except Exception:       # the fault is already recorded; FP32 holds in software
+                pass
+
+    def after_step(self, trace, loss, diagnostics=None):
+        """Feed the step's telemetry to the three roles; schedule decisions.
+
+        Parameters
+        ----------
+        trace : TraceRecord
+            Timings and volumes (to the Predictor only).
+        loss : float
+            The step's training loss (to the Supervisor only).
+        diagnostics : dict, optional
+            ``{group: {mode: cosine}}`` measured on this step, given only
+            when every group ran on FP32 (the Commander's warm-up data).
+        """
+        self.predictor.observe(trace)
+        step = trace.step
+        if self.faulted:
+            return
+        trigger = self.supervisor.observe(loss)
+        low = any(m != FP32 for m in self._target.values())
+        if trigger:
+            self.commander.clear_diagnostics()
+            if low:
+                self._target = {g: FP32 for g in self._target}
+                self._schedule(step + 1, self._target, f"Supervisor: {trigger}")
+            return
+        if all(m == FP32 for m in self.modes.values()) and diagnostics is not None:
+            self.commander.record_diagnostics(diagnostics)
+            self._fp32_steps += 1
+        if low or self.supervisor.cooling or self._fp32_steps < self.commander.config.warmup_steps:
+            return
+        if not self.commander.ready():
+            return
+        split = self.commander.propose(self.predictor.forecast())
+        if split != self._target:
+            self._target = split
+            reason = "Commander: re-admission" if self._admitted_once else "Commander: admission"
+            self._admitted_once = True
+            self._schedule(step + 1, split, reason)
+        self.commander.clear_diagnostics()
+
