@@ -44,13 +44,14 @@ from neuron_fabric.sim.envelope.commtime import CommParams, allreduce_times_ms
 from neuron_fabric.sim.envelope.model import overhead_pct
 from neuron_fabric.sim.envelope.params import ANCHOR, ServiceParams
 
+from . import runtime
 from .driver import BusError
-from .facts import Format, GateKind, Mode
+from .facts import Mode
 from .regmap import cfg_decode
 from .traffic import BITS_PER_ELEMENT
 
 __all__ = [
-    "FP32", "LOW_BIT_MODES", "MODE_CFG", "TraceRecord", "Forecast", "PredictorConfig",
+    "FP32", "LOW_BIT_MODES", "MODE_POLICY", "TraceRecord", "Forecast", "PredictorConfig",
     "Predictor", "CommanderConfig", "Commander", "SupervisorConfig", "Supervisor",
     "ControlFault", "StepDecision", "ControlPlane",
 ]
@@ -61,16 +62,11 @@ FP32 = "fp32"
 LOW_BIT_MODES = tuple(sorted((m for m in BITS_PER_ELEMENT if m != FP32),
                              key=BITS_PER_ELEMENT.get))
 
-#: CFG fields of each mode.  FP32 is BYPASS: the runtime averages FP32
-#: groups in software and never reads them through the datapath.  The
+#: The runtime policy of each mode.  FP32 is BYPASS: the runtime averages
+#: FP32 groups on the host and never reads them through the datapath.  The
 #: low-bit modes return SIGN lanes (majority sign; G-Ternary with the
 #: paper's fixed 2-of-3 pattern gate).
-MODE_CFG = {
-    FP32: dict(mode=Mode.BYPASS),
-    "gbinary": dict(mode=Mode.GBINARY, format=Format.SIGN),
-    "gternary": dict(mode=Mode.GTERNARY, format=Format.SIGN, gate_kind=GateKind.PATTERN,
-                     period=3, keep=2),
-}
+MODE_POLICY = {FP32: runtime.FP32, "gbinary": runtime.G_BINARY, "gternary": runtime.G_TERNARY}
 
 
 def _check_mode(mode):
@@ -429,50 +425,57 @@ class Supervisor:
 
 @dataclass(frozen=True)
 class ControlFault:
-    """A control-plane fault: when and what."""
+    """A control-plane fault: the step before which it happened, and what."""
     step: int
     error: str
 
 
 @dataclass(frozen=True)
 class StepDecision:
-    """What the control plane did before a step."""
+    """Mode writes the control plane made before a step."""
     step: int
     modes: dict
-    reason: str = ""
-    writes: int = 0
+    reason: str
+    writes: int
 
 
 class ControlPlane:
-    """Predictor, Commander and Supervisor at step boundaries, writing region CFGs.
+    """Predictor, Commander and Supervisor at step boundaries.
 
-    Call :meth:`before_step` when no request of the runtime is in flight: it
-    applies pending decisions with driver writes that complete (BVALID)
-    before it returns, so every read of the step is accepted after them and
-    sees one mode (SPEC 4.3).  Call :meth:`after_step` with the step's
-    trace, loss and (on FP32 steps) cosine diagnostics.
+    Decisions reach the device as mode metadata only: DEFAULT_CFG (the mode
+    latch, BYPASS) once at :meth:`start`, then each group's region CFG
+    through :meth:`GradientRuntime.set_policy`, which writes through the
+    driver and waits for a running step.  Call :meth:`before_step` between
+    steps: the writes complete (BVALID) before it returns, so every read of
+    the step is accepted after them and sees one mode (SPEC 4.3).  Call
+    :meth:`after_step` with the step's trace, loss and (on FP32 steps)
+    cosine diagnostics.
 
     Parameters
     ----------
+    runtime : GradientRuntime
+        Whose groups the plane decides; every group on FP32 at first.
     driver : Driver
-    regions : dict
-        Group name -> region index the runtime gave the group.
+        The same device's driver (the runtime's): DEFAULT_CFG and read-back.
     predictor, commander, supervisor :
-        The three roles.
+        The three roles; ``commander.groups`` must be the runtime's groups.
     delay_steps : int, default 0
         Apply each decision this many steps late (the late mode update of
         Fig. 3d, measured in the loop).
     verify : bool, default True
-        Read each written CFG back; a mismatch is a fault.  A memory-mapped
-        bus cannot report SLVERR, so this is how it is caught there.
+        Read each group's region CFG back after a change; a mismatch is a
+        fault.  A memory-mapped bus cannot report SLVERR: this catches it.
     """
 
-    def __init__(self, driver, regions, predictor, commander, supervisor, *,
-                 delay_steps=0, verify=True):
-        if set(regions) != set(commander.groups):
-            raise ValueError(f"regions {sorted(regions)} and groups {sorted(commander.groups)} differ")
+    def __init__(self, runtime, driver, predictor, commander, supervisor, *, delay_steps=0,
+                 verify=True):
+        if set(runtime.windows) != set(commander.groups):
+            raise ValueError(f"runtime groups {sorted(runtime.windows)} and Commander groups "
+                             f"{sorted(commander.groups)} differ")
+        if isinstance(delay_steps, bool) or not isinstance(delay_steps, int) or delay_steps < 0:
+            raise ValueError(f"delay_steps must be a non-negative int, not {delay_steps!r}")
+        self.runtime = runtime
         self.driver = driver
-        self.regions = dict(regions)
         self.predictor = predictor
         self.commander = commander
         self.supervisor = supervisor
@@ -481,13 +484,22 @@ class ControlPlane:
         self.modes = {g: FP32 for g in commander.groups}
         self.faults = []
         self.log = []
-        self._pending = []            # (due step, modes, reason)
         self._target = {g: commander.config.default_mode for g in commander.groups}
+        self._pending = [(0, dict(self._target), "default mode")]
         self._admitted_once = False
         self._fp32_steps = 0
         self._step = 0
-        self._shadow = {}
-        self._pending.append((0, dict(self._target), "default mode"))
+
+    async def start(self):
+        """Set DEFAULT_CFG to BYPASS (reads outside every region take the
+        FP32 path); call once before the first step."""
+        try:
+            if any(p.low_bit for p in self.runtime.policies.values()):
+                raise ValueError("the runtime must start with every group on FP32")
+            await self.driver.set_default(Mode.BYPASS)
+        except Exception as err:      # a fault at start: nothing is admitted, ever
+            await self._fault(f"start: {type(err).__name__}: {err}")
+        return self
 
     @property
     def faulted(self):
@@ -497,61 +509,69 @@ class ControlPlane:
         self._pending.append((step + self.delay_steps, dict(modes), reason))
 
     async def before_step(self, step):
-        """Apply due decisions; return ``{group: mode}`` for this step."""
+        """Apply the decisions due at ``step``; return ``{group: mode}`` for it."""
         self._step = step
         due = [p for p in self._pending if p[0] <= step]
         self._pending = [p for p in self._pending if p[0] > step]
-        decision = StepDecision(step, dict(self.modes))
         for _, modes, reason in due:
             if self.faulted:
                 break
             writes = await self._apply(modes)
-            decision = StepDecision(step, dict(self.modes), reason, decision.writes + writes)
-        if decision.writes:
-            self.log.append(decision)
+            if writes:
+                self.log.append(StepDecision(step, dict(self.modes), reason, writes))
         return dict(self.modes)
 
     async def _apply(self, modes):
-        """Write the CFG of every group whose mode changes; on a fault put
-        every group on FP32 and record it."""
-        writes = 0
+        """Change every group whose mode differs; on a fault every group goes
+        to FP32 and the fault is recorded."""
+        changed = 0
         for g, mode in modes.items():
             if mode == self.modes[g]:
                 continue
             try:
-                await self._write_mode(g, mode)
-                writes += 1
+                await self.runtime.set_policy(g, MODE_POLICY[mode])
+                if self.verify:
+                    await self._check(g, mode)
             except Exception as err:     # any bus or driver failure is a fault
                 await self._fault(f"group {g!r} -> {mode}: {type(err).__name__}: {err}")
-                return writes
+                return changed
             self.modes[g] = mode
-        return writes
+            changed += 1
+        return changed
 
-    async def _write_mode(self, group, mode):
-        r = self.regions[group]
-        name = f"REGION{r}_CFG"
-        if name not in self._shadow:
-            self._shadow[name] = await self.driver.read(name)
-        old = cfg_decode(self._shadow[name])
-        value = self.driver.cfg_value(enable=old["enable"], **MODE_CFG[mode])
-        await self.driver.write(name, value)
-        if self.verify:
-            back = await self.driver.read(name)
-            if back != value:
-                raise BusError(f"{name} reads back 0x{back:08X} after writing 0x{value:08X}")
-        self._shadow[name] = value
+    async def _check(self, group, mode):
+        """Read the group's region CFG back: the mode must be what was asked."""
+        policy = MODE_POLICY[mode]
+        region = self.runtime.regions.get(group)
+        if not policy.low_bit:
+            if region is not None:
+                raise BusError(f"group {group!r} still holds region {region} on FP32")
+            return
+        cfg = cfg_decode(await self.driver.read(f"REGION{region}_CFG"))
+        if cfg["mode"] != policy.mode or not cfg["enable"]:
+            raise BusError(f"REGION{region}_CFG reads mode {cfg['mode']} enable "
+                           f"{cfg['enable']} after writing {policy.mode.name}")
 
     async def _fault(self, error):
-        """Every group on FP32 (software mean: needs no device), then a
-        best-effort BYPASS write to each region."""
+        """Every group on FP32, then a best-effort BYPASS to the latch.
+
+        FP32 is the host mean, which needs no device; a group whose region
+        could not be released is put on the host path by
+        :func:`_host_fp32`, so no group is left in an unknown mode.
+        """
         self.faults.append(ControlFault(self._step, error))
-        self.modes = {g: FP32 for g in self.modes}
         self._pending.clear()
+        self._target = {g: FP32 for g in self.modes}
         for g in self.modes:
             try:
-                await self._write_mode(g, FP32)
-            except Exception:       # the fault is already recorded; FP32 holds in software
-                pass
+                await self.runtime.set_policy(g, runtime.FP32)
+            except Exception:   # recorded above; FP32 must hold on the host anyway
+                _host_fp32(self.runtime, g)
+            self.modes[g] = FP32
+        try:
+            await self.driver.set_default(Mode.BYPASS)
+        except Exception:       # the runtime never reads outside its regions
+            pass
 
     def after_step(self, trace, loss, diagnostics=None):
         """Feed the step's telemetry to the three roles; schedule decisions.
@@ -567,9 +587,9 @@ class ControlPlane:
             when every group ran on FP32 (the Commander's warm-up data).
         """
         self.predictor.observe(trace)
-        step = trace.step
         if self.faulted:
             return
+        step = trace.step
         trigger = self.supervisor.observe(loss)
         low = any(m != FP32 for m in self._target.values())
         if trigger:
@@ -593,3 +613,9 @@ class ControlPlane:
             self._schedule(step + 1, split, reason)
         self.commander.clear_diagnostics()
 
+
+def _host_fp32(rt, group):
+    """Put ``group`` on the runtime's host FP32 path without touching the
+    device (its region could not be released after a fault).  Stop-gap until
+    :class:`GradientRuntime` offers this itself."""
+    rt._policies[group] = runtime.FP32

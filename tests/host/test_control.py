@@ -1,9 +1,9 @@
 """The control plane: its roles against hand-worked traces, the Predictor's
 isolation, the fault rule, and mode changes that never split a step.
 
-The register bus here is written from the register map's write rules
-(SPEC 4.4: a CFG the port would reject answers SLVERR and changes nothing),
-not from the control plane, so it can be an oracle for what was written.
+The plane runs on the gradient runtime over the device model; what each
+step's reads returned is checked against the golden model under exactly
+one mode per group, and the region table is read back from the device.
 """
 
 import asyncio
@@ -13,54 +13,24 @@ import math
 import numpy as np
 import pytest
 
-from neuron_fabric.host.control import (FP32, LOW_BIT_MODES, MODE_CFG, Commander,
+from neuron_fabric.host import golden
+from neuron_fabric.host.control import (FP32, LOW_BIT_MODES, MODE_POLICY, Commander,
                                         CommanderConfig, ControlPlane, Predictor,
                                         PredictorConfig, Supervisor, SupervisorConfig,
                                         TraceRecord)
+from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.host.facts import Mode, TopParams
-from neuron_fabric.host.regmap import RegisterMap, cfg_check, cfg_decode
+from neuron_fabric.host.regmap import cfg_decode
+from neuron_fabric.host.runtime import GradientRuntime
 from neuron_fabric.sim.envelope.params import GiB
 
 PARAMS = TopParams(line_bits=64, workers=8, regions=2)
-REGIONS = {"backbone": 0, "head": 1}
+GROUPS = {"backbone": 1000, "head": 100}
 
 
 def run(coro):
     return asyncio.run(coro)
-
-
-class RegisterBus:
-    """Register file with SPEC 4.4's write rules; ``fail_writes`` holds
-    write numbers (0-based) answered SLVERR, ``raise_writes`` those that
-    raise, ``drop_writes`` those silently lost (a memory-mapped bus)."""
-
-    def __init__(self, params=PARAMS, fail_writes=(), raise_writes=(), drop_writes=()):
-        self.map = RegisterMap(params)
-        self.params = params
-        self.regs = {r.offset: r.reset for r in self.map.registers}
-        self.writes = []
-        self.fail, self.raise_, self.drop = set(fail_writes), set(raise_writes), set(drop_writes)
-
-    async def read(self, offset):
-        return self.regs.get(offset, 0), offset in self.regs
-
-    async def write(self, offset, value):
-        n = len(self.writes)
-        self.writes.append((offset, value))
-        if n in self.raise_:
-            raise OSError("injected bus error")
-        reg = self.map.at(offset)
-        if n in self.fail or reg is None or reg.access == "RO":
-            return False
-        if reg.kind == "cfg" and cfg_check(value, self.params.workers):
-            return False
-        if n not in self.drop:
-            self.regs[offset] = value & reg.writable_mask
-        return True
-
-    def mode(self, region):
-        return cfg_decode(self.regs[self.map[f"REGION{region}_CFG"].offset])["mode"]
 
 
 def trace(step, elements=(("backbone", 1000), ("head", 100)), compute_s=1e-3):
@@ -177,87 +147,191 @@ def test_commander_needs_pressure():
     assert c.propose() == {"backbone": "gbinary", "head": "gbinary"}
 
 
-# -- the control plane ----------------------------------------------------------------
 
-def plane(bus, *, default=FP32, delay=0, verify=True):
-    cmd = Commander(("backbone", "head"), CommanderConfig(default_mode=default, warmup_steps=3,
-                                                          diag_window=2))
+# -- the control plane on the runtime and the device model -----------------------
+
+class FaultyBus:
+    """The device's control port with injected faults: write numbers
+    (0-based) in ``fail`` answer SLVERR and change nothing, in ``raise_``
+    raise a bus error, in ``drop`` are silently lost (a memory-mapped bus)."""
+
+    def __init__(self, dev, fail=(), raise_=(), drop=()):
+        self.dev = dev
+        self.writes = 0
+        self.fail, self.raise_, self.drop = set(fail), set(raise_), set(drop)
+
+    async def read(self, offset):
+        return await self.dev.read(offset)
+
+    async def write(self, offset, value):
+        n, self.writes = self.writes, self.writes + 1
+        if n in self.raise_:
+            raise OSError("injected bus error")
+        if n in self.fail:
+            return False
+        return True if n in self.drop else await self.dev.write(offset, value)
+
+
+class RecordingPort:
+    """The device's memory port, recording each write and read."""
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.written = {}
+        self.reads = []
+
+    async def write_lines(self, addr, lines):
+        self.written[addr] = lines.copy()
+        await self.dev.write_lines(addr, lines)
+
+    async def read_lines(self, addr, count):
+        out = await self.dev.read_lines(addr, count)
+        self.reads.append((addr, out))
+        return out
+
+
+async def make_plane(bus_faults=None, default=FP32, delay=0):
+    dev = Device(PARAMS)
+    bus = FaultyBus(dev, **(bus_faults or {}))
+    drv = Driver(bus, PARAMS)
+    port = RecordingPort(dev)
+    rt = await GradientRuntime.create(port, drv, GROUPS, {g: MODE_POLICY[FP32] for g in GROUPS})
+    cmd = Commander(tuple(GROUPS), CommanderConfig(default_mode=default, warmup_steps=3,
+                                                   diag_window=2))
     sup = Supervisor(SupervisorConfig(cooldown_steps=3))
-    return ControlPlane(Driver(bus, PARAMS), REGIONS, Predictor(), cmd, sup,
-                        delay_steps=delay, verify=verify)
+    plane = ControlPlane(rt, drv, Predictor(), cmd, sup, delay_steps=delay)
+    return await plane.start(), dev, port
 
 
 GOOD = {"backbone": {"gbinary": .9, "gternary": .8}, "head": {"gbinary": .2, "gternary": .1}}
 
 
-async def drive(cp, losses, diag=GOOD):
-    """Run steps with ``losses``; return the modes of every step."""
+def expected_reads(lines, mode):
+    """What the device must return for ``lines`` read under ``mode`` (golden model)."""
+    p = MODE_POLICY[mode]
+    phase = golden.line_phase(np.arange(len(lines)), PARAMS.lanes, p.period)
+    return golden.transform(lines, PARAMS.workers, p.mode, p.format, p.gate_kind, p.period,
+                            p.keep, p.threshold, phase)
+
+
+async def drive(plane, port, losses, diag=GOOD, seed=0):
+    """Run steps with ``losses``; check each group's reads against one mode;
+    return the modes of every step."""
+    rng = np.random.default_rng(seed)
+    rt = plane.runtime
     seen = []
     for step, loss in enumerate(losses):
-        modes = await cp.before_step(step)
+        modes = await plane.before_step(step)
         seen.append(modes)
-        on_fp32 = all(m == FP32 for m in modes.values())
-        cp.after_step(trace(step), loss, diag if on_fp32 else None)
+        port.reads.clear()
+        grads = {g: rng.standard_normal((PARAMS.workers, n)) for g, n in GROUPS.items()}
+        out = await rt.step(grads)
+        low = [g for g in GROUPS if modes[g] != FP32]
+        assert len(port.reads) == len(low)
+        for g in low:
+            base = rt.windows[g].base
+            got = next(r for a, r in port.reads if a == base)
+            assert np.array_equal(got, expected_reads(port.written[base], modes[g])), \
+                f"step {step}: group {g} read not entirely under {modes[g]}"
+        for g in GROUPS:
+            if modes[g] == FP32:
+                assert np.array_equal(out[g], np.mean(grads[g], axis=0, dtype=np.float32))
+        on_fp32 = not low
+        plane.after_step(trace(step), loss, diag if on_fp32 else None)
     return seen
 
 
-def test_admission_recovery_and_readmission_write_the_region_cfgs():
-    bus = RegisterBus()
-    cp = plane(bus)
-    losses = [2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 6.0, 1.4, 1.3, 1.2, 1.1, 1.0, 1.0]
-    seen = run(drive(cp, losses))
-    split = {"backbone": "gbinary", "head": FP32}
-    every_fp32 = {"backbone": FP32, "head": FP32}
-    # warm-up of 3 FP32 steps, admission at step 3, spike at step 6 -> FP32 at 7,
-    # cooldown of 3 quiet steps (8, 9, 10 end it after step 9's observation counts 3)
-    assert seen[:3] == [every_fp32] * 3
-    assert seen[3:7] == [split] * 4
-    assert seen[7] == every_fp32
-    assert seen[-1] == split
-    assert [d.reason for d in cp.log] == ["Commander: admission", "Supervisor: loss spike",
-                                         "Commander: re-admission"]
-    assert bus.mode(0) == Mode.GBINARY and bus.mode(1) == Mode.BYPASS
-    assert cfg_decode(bus.regs[0x100]) == cfg_decode(Driver(bus, PARAMS).cfg_value(
-        enable=0, **MODE_CFG["gbinary"]))
-    assert not cp.faults
+async def region_modes(dev):
+    """The mode of every enabled region, read from the device."""
+    drv = Driver(dev, PARAMS)
+    out = []
+    for r in range(PARAMS.regions):
+        cfg = cfg_decode(await drv.read(f"REGION{r}_CFG"))
+        if cfg["enable"]:
+            out.append(Mode(cfg["mode"]))
+    return sorted(out)
+
+
+SPLIT = {"backbone": "gbinary", "head": FP32}
+ALL_FP32 = {"backbone": FP32, "head": FP32}
+
+
+def test_admission_recovery_and_readmission_never_mix_modes_in_a_step():
+    async def body():
+        plane, dev, port = await make_plane()
+        losses = [2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 6.0, 1.4, 1.3, 1.2, 1.1, 1.0, 1.0]
+        seen = await drive(plane, port, losses)
+        # warm-up of 3 FP32 steps with diagnostics, admission before step 3,
+        # spike at step 6 -> FP32 from step 7, cooldown, re-admission
+        assert seen[:3] == [ALL_FP32] * 3
+        assert seen[3:7] == [SPLIT] * 4
+        assert seen[7] == ALL_FP32
+        assert seen[-1] == SPLIT
+        assert [d.reason for d in plane.log] == ["Commander: admission", "Supervisor: loss spike",
+                                                 "Commander: re-admission"]
+        assert await region_modes(dev) == [Mode.GBINARY]
+        assert cfg_decode((await dev.read(0x010))[0])["mode"] == Mode.BYPASS
+        assert not plane.faults
+    run(body())
 
 
 def test_gbinary_default_starts_low_bit():
-    bus = RegisterBus()
-    cp = plane(bus, default="gbinary")
-    seen = run(drive(cp, [1.0, 0.9]))
-    assert seen[0] == {"backbone": "gbinary", "head": "gbinary"}
-    assert bus.mode(0) == bus.mode(1) == Mode.GBINARY
+    async def body():
+        plane, dev, port = await make_plane(default="gbinary")
+        seen = await drive(plane, port, [1.0, 0.9])
+        assert seen[0] == {"backbone": "gbinary", "head": "gbinary"}
+        assert await region_modes(dev) == [Mode.GBINARY, Mode.GBINARY]
+    run(body())
 
 
 def test_delayed_update_applies_k_steps_late():
     losses = [2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 6.0, 1.4, 1.3, 1.2]
-    on_time = run(drive(plane(RegisterBus(), default="gbinary"), losses))
-    late = run(drive(plane(RegisterBus(), default="gbinary", delay=2), losses))
-    first_fp32 = lambda seen: next(i for i, m in enumerate(seen) if m["backbone"] == FP32)
-    assert first_fp32(on_time) == 7
-    assert first_fp32(late) == 9
+
+    async def first_fp32(delay):
+        plane, _, port = await make_plane(default="gbinary", delay=delay)
+        seen = await drive(plane, port, losses)
+        return next(i for i, m in enumerate(seen) if m["backbone"] == FP32)
+
+    assert run(first_fp32(0)) == 7
+    assert run(first_fp32(2)) == 9
 
 
-@pytest.mark.parametrize("fault", [dict(fail_writes={1}), dict(raise_writes={1}),
-                                   dict(drop_writes={0})])
-def test_a_control_fault_leaves_every_group_on_fp32_and_is_reported(fault):
-    bus = RegisterBus(**fault)
-    cp = plane(bus, default="gbinary")
-    seen = run(drive(cp, [1.0] * 8))
-    assert cp.faults, "the fault was not reported"
-    assert all(m == {"backbone": FP32, "head": FP32} for m in seen)
-    # writes that got through after the fault put the regions on BYPASS
-    assert all(bus.mode(r) == Mode.BYPASS for r in REGIONS.values())
-    # and the Commander never re-admits on a faulted plane
-    assert cp.modes == {"backbone": FP32, "head": FP32}
+# Control writes of the G-Binary default: DEFAULT_CFG (write 0), then per
+# group set_region's six writes (1..6 backbone, 7..12 head).
+@pytest.mark.parametrize("faults", [dict(fail={8}), dict(raise_={12}), dict(drop={6}),
+                                    dict(fail={0}), dict(raise_={3, 4, 5, 6, 7, 8, 9, 10})])
+def test_a_control_fault_leaves_every_group_on_fp32_and_is_reported(faults):
+    async def body():
+        plane, dev, port = await make_plane(faults, default="gbinary")
+        seen = await drive(plane, port, [1.0] * 8)
+        assert plane.faults, "the fault was not reported"
+        assert all(m == ALL_FP32 for m in seen)
+        assert plane.modes == ALL_FP32
+        assert all(not p.low_bit for p in plane.runtime.policies.values())
+        return dev
+    run(body())
 
 
 def test_fault_on_admission_after_warm_up():
-    # writes 0, 1 are never made (default FP32 = reset value); the admission's
-    # first CFG write (after its shadow read) is write 0
-    bus = RegisterBus(fail_writes={0})
-    cp = plane(bus)
-    seen = run(drive(cp, [2.0, 1.9, 1.8, 1.7, 1.6]))
-    assert cp.faults and cp.faults[0].step == 3
-    assert all(m == {"backbone": FP32, "head": FP32} for m in seen)
+    async def body():
+        # write 0 is DEFAULT_CFG; the admission's set_region starts at write 1
+        plane, dev, port = await make_plane(dict(fail={3}))
+        seen = await drive(plane, port, [2.0, 1.9, 1.8, 1.7, 1.6])
+        assert plane.faults and plane.faults[0].step == 3
+        assert "SLVERR" in plane.faults[0].error
+        assert all(m == ALL_FP32 for m in seen)
+        assert await region_modes(dev) == []
+    run(body())
+
+
+def test_a_group_whose_region_cannot_be_released_still_runs_fp32_on_the_host():
+    async def body():
+        # both groups admitted by default (writes 0..12); every write after
+        # that, from the Supervisor's return to FP32 on, raises
+        plane, dev, port = await make_plane(dict(raise_=set(range(13, 64))), default="gbinary")
+        seen = await drive(plane, port, [1.0, 1.0, 1.0, 9.0, 1.0, 1.0])
+        assert seen[:4] == [{"backbone": "gbinary", "head": "gbinary"}] * 4
+        assert seen[4:] == [ALL_FP32] * 2          # and drive() saw no device read
+        assert plane.faults and "injected bus error" in plane.faults[0].error
+        assert all(not p.low_bit for p in plane.runtime.policies.values())
+    run(body())
