@@ -25,6 +25,8 @@ The last line is padded with lanes whose bits are all 0 (every worker
 "non-positive"); :func:`decode` drops them again when told ``N``.
 """
 
+import functools
+
 import numpy as np
 
 from .facts import Format, GateKind, Mode, LINE_BITS_CHOICES, WORKERS_CHOICES
@@ -71,7 +73,7 @@ def _check_lines(lines, line_bits=None):
 
 def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
                    gate_kind=GateKind.PATTERN, period=3, keep=2, threshold=0,
-                   phase=0):
+                   phase=0, *, gate_mask=None):
     """Return the W-bit output lane for one input lane (SPEC section 2).
 
     Parameters
@@ -82,6 +84,11 @@ def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
         ``i``, the lane's position in its line.
     phase : int
         Element index of lane 0 modulo P.
+    gate_mask : sequence of bool, optional
+        The line's PATTERN gate as the datapath core takes it (SPEC section
+        3): the lane is kept iff ``gate_mask[lane_index]``.  When given,
+        ``period``, ``keep`` and ``phase`` are not used; otherwise the gate
+        is :func:`gate_pattern` of them.
     """
     check_config(workers, mode, fmt, gate_kind, period, keep, threshold)
     mask = (1 << workers) - 1
@@ -92,7 +99,9 @@ def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
     if mode == Mode.GBINARY:
         m = True
     elif gate_kind == GateKind.PATTERN:
-        m = (phase + lane_index) % period < keep
+        if gate_mask is None:
+            gate_mask = gate_pattern(lane_index + 1, period, keep, phase)
+        m = bool(gate_mask[lane_index])
     else:
         m = abs(a) >= threshold
     c_g = c if m else workers // 2
@@ -160,28 +169,54 @@ def _gated_value(workers, fmt):
 
 
 def gate_pattern(lanes, period, keep, phase):
-    """PATTERN gate for ``lanes`` lanes: bool array, shape ``(E,)`` for a scalar
-    ``phase`` or ``(L, E)`` for an array of per-line phases."""
+    """PATTERN gate for ``lanes`` lanes (SPEC section 2): lane ``i`` is kept
+    iff ``(phase + i) mod P < K``.  The one definition of the gate mask in
+    the host side; the top computes the same mask for the datapath core.
+
+    Returns a bool array, shape ``(E,)`` for a scalar ``phase`` or ``(L, E)``
+    for an array of per-line phases.
+    """
     rows = ((np.arange(period)[:, None] + np.arange(lanes)[None, :]) % period) < keep
+    return rows[_check_phase(phase, period)]
+
+
+def _check_phase(phase, period):
     phase = np.asarray(phase)
     if np.any((phase < 0) | (phase >= period)):
         raise ValueError(f"gate phase must be in 0..P-1={period - 1}")
-    return rows[phase]
+    return phase
 
 
-def _pattern_words(line_bits, workers, period, keep):
-    """For each phase, the line's lane-keep mask as ``uint64`` words."""
-    lanes = line_bits // workers
-    rows = gate_pattern(lanes, period, keep, np.arange(period))
-    bits = np.repeat(rows, workers, axis=1).astype(np.uint8)
-    return np.packbits(bits, axis=1, bitorder="little").view("<u8")
+@functools.cache
+def _lane_bytes(workers):
+    """For each byte of eight lane-keep bits, the W bytes of those eight
+    lanes with all W bits of a kept lane set: shape (256, W)."""
+    bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little")
+    return np.packbits(np.repeat(bits, workers, axis=1), axis=1, bitorder="little")
+
+
+def _mask_words(mask, workers):
+    """Lane-keep masks (bool, last axis one entry per lane) as ``uint64`` words
+    with all W bits of a kept lane set (eight lanes per table lookup)."""
+    lanes = mask.shape[-1]
+    packed = np.packbits(mask, axis=-1, bitorder="little")
+    spread = _lane_bytes(workers)[packed].reshape(*mask.shape[:-1], -1)
+    return np.ascontiguousarray(spread[..., :lanes * workers // 8]).view("<u8")
+
+
+def _check_mask(gate_mask, n_lines, lanes):
+    mask = np.asarray(gate_mask)
+    if mask.dtype != np.bool_ or mask.shape not in ((lanes,), (n_lines, lanes)):
+        raise ValueError(f"gate_mask must be a bool array of shape ({lanes},) or "
+                         f"({n_lines}, {lanes}), not {mask.dtype} of shape {mask.shape}")
+    return mask
 
 
 _CHUNK_LINES = 1 << 14
 
 
 def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
-              period=3, keep=2, threshold=0, phase=0):
+              period=3, keep=2, threshold=0, phase=0, *, gate_mask=None):
     """Return the read responses for ``lines`` under one configuration.
 
     Parameters
@@ -189,6 +224,12 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
     lines : ndarray of uint8, shape (L, LINE_BYTES)
     phase : int or ndarray of int, shape (L,)
         Element index of each line's lane 0 modulo P (PATTERN gate only).
+    gate_mask : ndarray of bool, shape (E,) or (L, E), optional
+        The PATTERN gate as the datapath core takes it (SPEC section 3):
+        lane ``i`` of a line is kept iff its mask bit ``i`` is set; one mask
+        for every line, or one per line.  When given, ``period``, ``keep``
+        and ``phase`` are not used; otherwise the mask is
+        :func:`gate_pattern` of them.
 
     Returns
     -------
@@ -197,20 +238,24 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
     """
     lines = _check_lines(lines)
     check_config(workers, mode, fmt, gate_kind, period, keep, threshold)
+    n_lines, line_bits = lines.shape[0], lines.shape[1] * 8
+    if gate_mask is not None:
+        gate_mask = _check_mask(gate_mask, n_lines, line_bits // workers)
     if mode in (Mode.BYPASS, Mode.IDENTITY):
         return lines.copy()
     ternary = mode == Mode.GTERNARY
     pattern = ternary and gate_kind == GateKind.PATTERN
     lanes = _Lanes(workers)
-    line_bits = lines.shape[1] * 8
     words = np.ascontiguousarray(lines).view("<u8")
     out = np.empty_like(words)
     gated = lanes.splat(_gated_value(workers, fmt))
-    if pattern:
-        phase = np.broadcast_to(np.asarray(phase), (lines.shape[0],))
-        if np.any((phase < 0) | (phase >= period)):
-            raise ValueError(f"gate phase must be in 0..P-1={period - 1}")
-        keep_words = _pattern_words(line_bits, workers, period, keep)
+    if pattern and gate_mask is None:
+        # Few distinct masks: one row of words per phase, picked per line.
+        phase = np.broadcast_to(_check_phase(phase, period), (n_lines,))
+        keep_words = _mask_words(gate_pattern(line_bits // workers, period, keep,
+                                              np.arange(period)), workers)
+    elif pattern and gate_mask.ndim == 1:
+        keep_words = _mask_words(gate_mask, workers)
     if ternary and gate_kind == GateKind.MARGIN:
         # |2c - W| >= T  <=>  c >= ceil((W + T) / 2)  or  c <= floor((W - T) / 2)
         hi, lo = -(-(workers + threshold) // 2), (workers - threshold) // 2
@@ -218,8 +263,10 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
         sl = slice(start, start + _CHUNK_LINES)
         c = lanes.popcount(words[sl])
         value = _kept_values(lanes, c, fmt)
-        if pattern:
+        if pattern and gate_mask is None:
             kept = keep_words[phase[sl]]
+        elif pattern:
+            kept = keep_words if gate_mask.ndim == 1 else _mask_words(gate_mask[sl], workers)
         elif ternary and gate_kind == GateKind.MARGIN:
             kept = lanes.at_least(c, hi) | ~lanes.at_least(c, lo + 1)
         else:

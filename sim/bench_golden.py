@@ -17,11 +17,14 @@ import numpy as np
 from neuron_fabric.host import golden
 from neuron_fabric.host.facts import Format, GateKind, Mode
 
+#: (name, mode, format, gate kind, whether the gate is given as the core's
+#: per-line mask rather than as P, K and the line phases)
 CASES = [
-    ("G-Binary COUNT", Mode.GBINARY, Format.COUNT, GateKind.PATTERN),
-    ("G-Binary SIGN", Mode.GBINARY, Format.SIGN, GateKind.PATTERN),
-    ("G-Ternary COUNT, 2-of-3 gate", Mode.GTERNARY, Format.COUNT, GateKind.PATTERN),
-    ("G-Ternary MARGIN, margin gate", Mode.GTERNARY, Format.MARGIN, GateKind.MARGIN),
+    ("G-Binary COUNT", Mode.GBINARY, Format.COUNT, GateKind.PATTERN, False),
+    ("G-Binary SIGN", Mode.GBINARY, Format.SIGN, GateKind.PATTERN, False),
+    ("G-Ternary COUNT, 2-of-3 gate", Mode.GTERNARY, Format.COUNT, GateKind.PATTERN, False),
+    ("G-Ternary COUNT, 2-of-3 gate mask", Mode.GTERNARY, Format.COUNT, GateKind.PATTERN, True),
+    ("G-Ternary MARGIN, margin gate", Mode.GTERNARY, Format.MARGIN, GateKind.MARGIN, False),
 ]
 
 
@@ -31,12 +34,15 @@ def bench(mib, repeat, line_bits=512, workers_list=(4, 8, 16), seed=0):
     lines = rng.integers(0, 256, (n_lines, line_bits // 8), dtype=np.uint8)
     rows = []
     for workers in workers_list:
-        phases = golden.line_phase(np.arange(n_lines), line_bits // workers, 3)
-        for name, mode, fmt, kind in CASES:
+        lanes = line_bits // workers
+        phases = golden.line_phase(np.arange(n_lines), lanes, 3)
+        gate = {False: dict(period=3, keep=2, threshold=2, phase=phases),
+                True: dict(threshold=2, gate_mask=golden.gate_pattern(lanes, 3, 2, phases))}
+        for name, mode, fmt, kind, mask in CASES:
             best = float("inf")
             for _ in range(repeat):
                 start = time.perf_counter()
-                golden.transform(lines, workers, mode, fmt, kind, 3, 2, 2, phases)
+                golden.transform(lines, workers, mode, fmt, kind, **gate[mask])
                 best = min(best, time.perf_counter() - start)
             rows.append({"workers": workers, "case": name, "mib": mib,
                          "seconds": best, "gib_per_s": mib / 1024 / best})

@@ -134,6 +134,64 @@ def test_vectorised_matches_scalar(workers):
             assert lanes_of(out[row:row + 1], workers) == expect, (mode, fmt, kind, p, k, t)
 
 
+# -- the PATTERN gate as a mask (SPEC v2 section 3) -----------------------------
+
+def test_gate_pattern_follows_the_spec_formula():
+    # SPEC section 2, written out here: n = (phase + i) mod P; keep iff n < K.
+    lanes = 19
+    for p in range(1, 16):
+        for k in range(p + 1):
+            for ph in range(p):
+                expect = [(ph + i) % p < k for i in range(lanes)]
+                assert golden.gate_pattern(lanes, p, k, ph).tolist() == expect, (p, k, ph)
+    rows = golden.gate_pattern(lanes, 7, 3, np.array([0, 6, 2]))
+    assert rows.shape == (3, lanes)
+    assert rows[1].tolist() == golden.gate_pattern(lanes, 7, 3, 6).tolist()
+
+
+@pytest.mark.parametrize("workers,line_bits", [(4, 256), (8, 256), (16, 256), (16, 64)])
+def test_transform_takes_the_cores_mask(workers, line_bits):
+    """Any mask, one per line or one for all lines, against the scalar form;
+    and the keyword API gives what its gate_pattern mask gives."""
+    rng = np.random.default_rng(10 + workers)
+    lanes = line_bits // workers
+    lines = rng.integers(0, 256, (6, line_bits // 8), dtype=np.uint8)
+    masks = rng.random((6, lanes)) < 0.5
+    for fmt in Format:
+        for mask in (masks, masks[2]):
+            out = golden.transform(lines, workers, Mode.GTERNARY, fmt, gate_mask=mask)
+            for row in range(6):
+                line_mask = mask if mask.ndim == 1 else mask[row]
+                lane_in = lanes_of(lines[row:row + 1], workers)
+                expect = [golden.transform_lane(lane_in[i], i, workers, Mode.GTERNARY, fmt,
+                                                gate_mask=line_mask) for i in range(lanes)]
+                assert lanes_of(out[row:row + 1], workers) == expect, (fmt, row)
+        phases = rng.integers(0, 5, 6)
+        by_keywords = golden.transform(lines, workers, Mode.GTERNARY, fmt, period=5, keep=3,
+                                       phase=phases)
+        by_mask = golden.transform(lines, workers, Mode.GTERNARY, fmt,
+                                   gate_mask=golden.gate_pattern(lanes, 5, 3, phases))
+        assert np.array_equal(by_keywords, by_mask)
+    # The mask is the PATTERN gate only: G-Binary and the MARGIN gate ignore it.
+    none = np.zeros(lanes, dtype=bool)
+    for mode, kind in ((Mode.GBINARY, GateKind.PATTERN), (Mode.GTERNARY, GateKind.MARGIN)):
+        assert np.array_equal(golden.transform(lines, workers, mode, gate_kind=kind,
+                                               threshold=1, gate_mask=none),
+                              golden.transform(lines, workers, mode, gate_kind=kind,
+                                               threshold=1))
+
+
+def test_per_line_masks_across_chunks():
+    # More lines than one chunk of the vectorised form: each keeps its own mask.
+    rng = np.random.default_rng(5)
+    n = golden._CHUNK_LINES + 7
+    lines = rng.integers(0, 256, (n, 8), dtype=np.uint8)
+    phases = rng.integers(0, 3, n)
+    by_mask = golden.transform(lines, 4, Mode.GTERNARY,
+                               gate_mask=golden.gate_pattern(16, 3, 2, phases))
+    assert np.array_equal(by_mask, golden.transform(lines, 4, Mode.GTERNARY, phase=phases))
+
+
 # -- errors ------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, word", [
@@ -157,6 +215,15 @@ def test_bad_lines_are_rejected():
         golden.transform(np.zeros((2, 7), dtype=np.uint8), 8, Mode.GBINARY)
     with pytest.raises(ValueError, match="phase"):
         golden.transform(np.zeros((1, 64), dtype=np.uint8), 8, Mode.GTERNARY, phase=3)
+    with pytest.raises(ValueError, match="gate_mask"):
+        golden.transform(np.zeros((2, 64), dtype=np.uint8), 8, Mode.GTERNARY,
+                         gate_mask=np.ones(63, dtype=bool))
+    with pytest.raises(ValueError, match="gate_mask"):
+        golden.transform(np.zeros((2, 64), dtype=np.uint8), 8, Mode.GTERNARY,
+                         gate_mask=np.ones((3, 64), dtype=bool))
+    with pytest.raises(ValueError, match="gate_mask"):
+        golden.transform(np.zeros((2, 64), dtype=np.uint8), 8, Mode.GTERNARY,
+                         gate_mask=np.ones(64, dtype=np.uint8))
 
 
 # -- runtime side ------------------------------------------------------------
