@@ -1,0 +1,398 @@
+"""Gradient runtime: one training step's per-worker gradients aggregated
+through a ``neuron_fabric`` device (the paper's communication runtime,
+section 3).
+
+The runtime owns named parameter groups.  Each group gets a line-aligned
+address window in device memory; a group on a low-bit path also gets a
+region of the device's region table whose CFG holds its mode, output format
+and gate.  Per step, for every group:
+
+* FP32 path (:data:`FP32`, mode BYPASS): the FP32 mean of the workers'
+  gradients, computed on the host (the software collective the paper keeps
+  for calibration and recovery); nothing touches the device.
+* low-bit path (G-Binary, G-Ternary): the workers' signs are packed
+  element-major (:func:`golden.encode_signs`), written into the group's
+  window (one MemWr per line), read back (one MemRd per line, which the
+  device answers through its read transform) and decoded
+  (:func:`golden.decode`) into an update direction in [-1, 1]:
+  SIGN lanes as they are, MARGIN lanes as ``a' / W``, COUNT lanes as
+  ``(2 c' - W) / W`` (so a gated lane gives 0 in every format).
+
+The device is reached through two objects, so that the same runtime drives
+the transaction-level model and the RTL under cocotb:
+
+* a *memory port* with ``async write_lines(addr, lines)`` (uint8 lines of
+  shape ``(L, LINE_BYTES)``) and ``async read_lines(addr, count)``;
+* a :class:`~neuron_fabric.host.driver.Driver` for the control registers.
+
+Traffic accounting
+------------------
+The runtime counts the bytes it moves per group, up (workers to memory) and
+down (memory to workers).  A low-bit group moves its packed lines each way
+(``ceil(n / E)`` lines of ``LINE_BYTES``; the last line's padding lanes
+count too); an FP32 group is counted as an FP32 collective would move it,
+``W * n * 4`` bytes up and ``n * 4`` down.  The *payload ratio* compares the
+bytes up with ``W * n * 4`` (what every worker sends), the measure of the
+paper's Table 6 and of :mod:`neuron_fabric.host.traffic`: one bit per
+element per worker for G-Binary, i.e. 1/32.  G-Ternary moves the same
+sign lines (the device derives the zero gate on the read side), so its
+measured ratio is G-Binary's, not the paper's 1.58-bit count.  The
+*round-trip ratio* adds the bytes down to both sides.
+
+Example::
+
+    dev = Device(TopParams())
+    rt = await GradientRuntime.create(dev, Driver(dev, dev.params),
+                                      {"backbone": 70_400, "head": 6_500},
+                                      {"backbone": G_BINARY, "head": FP32})
+    directions = await rt.step({"backbone": g_backbone, "head": g_head})  # (W, n) each
+"""
+
+import asyncio
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import golden
+from .facts import Format, GateKind, Mode
+from .traffic import packed_lines
+
+__all__ = ["GroupPolicy", "FP32", "G_BINARY", "G_TERNARY", "G_BINARY_MARGIN",
+           "g_ternary_margin", "GroupWindow", "GroupTraffic", "GradientRuntime"]
+
+_FP32_BYTES = 4
+
+
+@dataclass(frozen=True)
+class GroupPolicy:
+    """How one parameter group is aggregated.
+
+    ``mode`` BYPASS is the FP32 path (host mean); GBINARY and GTERNARY are
+    low-bit paths through the device, read back in ``format`` with the
+    G-Ternary gate ``gate_kind`` (PATTERN: keep when ``(element mod P) < K``;
+    MARGIN: keep when ``|a| >= T``).  The other fields are ignored on the
+    FP32 path.  IDENTITY returns the packed signs, not an aggregate, and is
+    rejected.
+    """
+    mode: Mode = Mode.BYPASS
+    format: Format = Format.SIGN
+    gate_kind: GateKind = GateKind.PATTERN
+    period: int = 3
+    keep: int = 2
+    threshold: int = 0
+
+    def __post_init__(self):
+        if self.mode not in tuple(Mode) or self.mode == Mode.IDENTITY:
+            raise ValueError(f"mode must be BYPASS (FP32), GBINARY or GTERNARY, not {self.mode!r}")
+
+    @property
+    def low_bit(self):
+        """True when the group goes through the device."""
+        return self.mode != Mode.BYPASS
+
+    def check(self, workers):
+        """Raise ``ValueError`` if the device would reject this configuration."""
+        if self.low_bit:
+            golden.check_config(workers, self.mode, self.format, self.gate_kind,
+                                self.period, self.keep, self.threshold)
+
+    def cfg_fields(self):
+        """Keyword arguments of :meth:`Driver.cfg_value` for this policy."""
+        return dict(format=self.format, gate_kind=self.gate_kind, period=self.period,
+                    keep=self.keep, threshold=self.threshold)
+
+
+#: FP32 mean on the host.
+FP32 = GroupPolicy()
+#: G-Binary, SIGN output: the majority sign.
+G_BINARY = GroupPolicy(Mode.GBINARY, Format.SIGN)
+#: G-Ternary with the paper's fixed 2-of-3 PATTERN gate, SIGN output.
+G_TERNARY = GroupPolicy(Mode.GTERNARY, Format.SIGN, GateKind.PATTERN, period=3, keep=2)
+#: G-Binary, MARGIN output: direction ``a / W`` (the vote margin).
+G_BINARY_MARGIN = GroupPolicy(Mode.GBINARY, Format.MARGIN)
+
+
+def g_ternary_margin(threshold):
+    """G-Ternary with the MARGIN gate ``|a| >= threshold``, SIGN output."""
+    return GroupPolicy(Mode.GTERNARY, Format.SIGN, GateKind.MARGIN, threshold=threshold)
+
+
+@dataclass(frozen=True)
+class GroupWindow:
+    """A group's place in device memory: bytes ``base <= addr < limit``."""
+    name: str
+    elements: int
+    base: int
+    lines: int
+    line_bytes: int
+
+    @property
+    def limit(self):
+        return self.base + self.lines * self.line_bytes
+
+
+@dataclass
+class GroupTraffic:
+    """Bytes one group has moved, and what FP32 would have moved."""
+    bytes_up: int = 0
+    bytes_down: int = 0
+    fp32_up: int = 0
+    fp32_down: int = 0
+    steps: int = 0
+
+    def add(self, up, down, fp32_up, fp32_down):
+        self.bytes_up += up
+        self.bytes_down += down
+        self.fp32_up += fp32_up
+        self.fp32_down += fp32_down
+        self.steps += 1
+
+    def __iadd__(self, other):
+        for f in ("bytes_up", "bytes_down", "fp32_up", "fp32_down", "steps"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        return self
+
+    def payload_ratio(self):
+        """Bytes up over FP32's bytes up (the paper's Table 6 measure)."""
+        return self.bytes_up / self.fp32_up if self.fp32_up else float("nan")
+
+    def round_trip_ratio(self):
+        """Bytes up and down over FP32's up and down."""
+        total = self.fp32_up + self.fp32_down
+        return (self.bytes_up + self.bytes_down) / total if total else float("nan")
+
+
+class GradientRuntime:
+    """Aggregates named parameter groups through one device.
+
+    Build it with :meth:`create` (it programs the device's region table).
+
+    Parameters
+    ----------
+    port :
+        Memory port: ``async write_lines(addr, lines)``, ``async read_lines(addr, count)``.
+    driver : Driver
+        Control-plane driver of the same device.
+    windows : dict of str to GroupWindow
+    policies : dict of str to GroupPolicy
+    """
+
+    def __init__(self, port, driver, windows, policies):
+        self._port = port
+        self._driver = driver
+        self._params = driver.params
+        self._windows = dict(windows)
+        self._policies = dict(policies)
+        self._regions = {}
+        self._traffic = {name: GroupTraffic() for name in windows}
+        self._lock = asyncio.Lock()
+
+    # -- construction ------------------------------------------------------------
+
+    @classmethod
+    async def create(cls, port, driver, groups, policies, base=0):
+        """Lay the groups out from byte address ``base`` and program the regions.
+
+        Parameters
+        ----------
+        groups : dict of str to int
+            Group name -> element count, in layout order.
+        policies : dict of str to GroupPolicy
+            One policy per group.
+
+        Raises
+        ------
+        ValueError
+            For a device whose CAPS disagree with ``driver.params``, a group
+            without elements, policies that do not name exactly the groups,
+            a policy the device would reject, more low-bit groups than
+            regions, or windows outside the address space.
+        """
+        await cls._check_device(driver)
+        params = driver.params
+        if set(policies) != set(groups):
+            raise ValueError(f"policies must name exactly the groups {list(groups)}, "
+                             f"not {list(policies)}")
+        if base % params.line_bytes:
+            raise ValueError(f"base {base:#x} is not aligned to a {params.line_bytes}-byte line")
+        windows, addr = {}, base
+        for name, n in groups.items():
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+                raise ValueError(f"group {name!r} must have a positive element count, not {n!r}")
+            lines = packed_lines(int(n), params.line_bits, params.workers)
+            windows[name] = GroupWindow(name, int(n), addr, lines, params.line_bytes)
+            addr = windows[name].limit
+        for name, policy in policies.items():
+            policy.check(params.workers)
+        low_bit = [name for name, p in policies.items() if p.low_bit]
+        if len(low_bit) > params.regions:
+            raise ValueError(f"{len(low_bit)} low-bit groups need as many regions; "
+                             f"the device has {params.regions}")
+        rt = cls(port, driver, windows, {name: FP32 for name in groups})
+        for name in low_bit:
+            await rt._apply(name, policies[name])
+        return rt
+
+    @staticmethod
+    async def _check_device(driver):
+        caps0 = await driver.read("CAPS0")
+        p = driver.params
+        found = (caps0 & 0xFFFF, (caps0 >> 16) & 0xFF)
+        if found != (p.line_bits, p.workers):
+            raise ValueError(f"the device is built for LINE_BITS={found[0]}, W={found[1]}; "
+                             f"the driver expects LINE_BITS={p.line_bits}, W={p.workers}")
+
+    # -- policies ----------------------------------------------------------------
+
+    @property
+    def workers(self):
+        """W, the worker count the device was built for."""
+        return self._params.workers
+
+    @property
+    def windows(self):
+        return dict(self._windows)
+
+    @property
+    def policies(self):
+        return dict(self._policies)
+
+    @property
+    def regions(self):
+        """Group name -> region index, for groups on a low-bit path."""
+        return dict(self._regions)
+
+    async def set_policy(self, name, policy):
+        """Change group ``name``'s aggregation between steps.
+
+        A group entering a low-bit path takes a free region (window, then
+        CFG); a low-bit group changing mode gets its CFG rewritten; a group
+        returning to FP32 frees its region.  Waits for a running step, so a
+        step never mixes modes for a group.
+        """
+        self._check_name(name)
+        policy.check(self.workers)
+        async with self._lock:
+            await self._apply(name, policy)
+
+    async def _apply(self, name, policy):
+        d, w = self._driver, self._windows[name]
+        region = self._regions.get(name)
+        if policy.low_bit and region is None:
+            region = self._free_region()
+            await d.set_region(region, base=w.base, limit=w.limit, mode=policy.mode,
+                               **policy.cfg_fields())
+            self._regions[name] = region
+        elif policy.low_bit:
+            await d.write(f"REGION{region}_CFG",
+                          d.cfg_value(policy.mode, enable=1, **policy.cfg_fields()))
+        elif region is not None:
+            await d.clear_region(region)
+            del self._regions[name]
+        self._policies[name] = policy
+
+    def _free_region(self):
+        taken = set(self._regions.values())
+        for r in range(self._params.regions):
+            if r not in taken:
+                return r
+        raise ValueError(f"no free region: all {self._params.regions} are taken by "
+                         f"{sorted(self._regions)}")
+
+    async def close(self):
+        """Disable the regions this runtime programmed."""
+        async with self._lock:
+            for name in list(self._regions):
+                await self._apply(name, FP32)
+
+    # -- one step ------------------------------------------------------------------
+
+    def _check_name(self, name):
+        if name not in self._windows:
+            raise ValueError(f"unknown group {name!r}; known: {list(self._windows)}")
+
+    def _checked(self, name, grads):
+        """``grads`` as a float array of shape (W, n), or a ValueError naming the problem."""
+        self._check_name(name)
+        g = np.asarray(grads)
+        w = self._windows[name]
+        if g.ndim != 2:
+            raise ValueError(f"group {name!r}: gradients must have shape (W, n), not {g.shape}")
+        if g.shape[0] != self.workers:
+            raise ValueError(f"group {name!r}: {g.shape[0]} workers, but the device is "
+                             f"built for W={self.workers}")
+        capacity = w.lines * (self._params.line_bits // self.workers)
+        if g.shape[1] > capacity:
+            raise ValueError(f"group {name!r}: {g.shape[1]} elements do not fit its window "
+                             f"of {w.lines} lines ({capacity} elements)")
+        if g.shape[1] != w.elements:
+            raise ValueError(f"group {name!r} has {w.elements} elements, not {g.shape[1]}")
+        if not np.issubdtype(g.dtype, np.floating):
+            raise ValueError(f"group {name!r}: gradients must be floating point, not {g.dtype}")
+        # One float sum finds any NaN or infinity; the element scan runs only
+        # when the sum is not finite (an overflow of finite values is not an error).
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = np.sum(g)
+        if not np.isfinite(total) and not np.isfinite(g).all():
+            bad = np.argwhere(~np.isfinite(g))[0]
+            raise ValueError(f"group {name!r}: non-finite gradient {g[tuple(bad)]} "
+                             f"at worker {bad[0]}, element {bad[1]}")
+        return g
+
+    async def step(self, grads):
+        """Aggregate one step's gradients.
+
+        Parameters
+        ----------
+        grads : dict of str to array of shape (W, n)
+            Per-worker gradients of some or all groups.
+
+        Returns
+        -------
+        dict of str to float32 array of shape (n,)
+            The update direction of each group given: the FP32 mean, or the
+            decoded low-bit aggregate.
+
+        Raises
+        ------
+        ValueError
+            Before anything is written, for an unknown group, a worker count
+            other than the device's W, an element count other than the
+            group's, or a non-finite gradient.
+        """
+        checked = {name: self._checked(name, g) for name, g in grads.items()}
+        async with self._lock:
+            return {name: await self._aggregate(name, g) for name, g in checked.items()}
+
+    async def _aggregate(self, name, g):
+        policy, w = self._policies[name], self._windows[name]
+        n, workers = w.elements, self.workers
+        fp32_up, fp32_down = workers * n * _FP32_BYTES, n * _FP32_BYTES
+        if not policy.low_bit:
+            self._traffic[name].add(fp32_up, fp32_down, fp32_up, fp32_down)
+            return np.mean(g, axis=0, dtype=np.float32)
+        lines = golden.encode_signs(g, self._params.line_bits)
+        await self._port.write_lines(w.base, lines)
+        resp = await self._port.read_lines(w.base, w.lines)
+        moved = w.lines * w.line_bytes
+        self._traffic[name].add(moved, moved, fp32_up, fp32_down)
+        return self._direction(golden.decode(resp, workers, policy.format, n), policy.format)
+
+    def _direction(self, values, fmt):
+        if fmt == Format.SIGN:
+            return values.astype(np.float32)
+        if fmt == Format.MARGIN:
+            return values.astype(np.float32) / np.float32(self.workers)
+        return (2 * values.astype(np.float32) - self.workers) / np.float32(self.workers)
+
+    # -- accounting ----------------------------------------------------------------
+
+    def traffic(self):
+        """Group name -> :class:`GroupTraffic` so far (copies), plus ``"total"``."""
+        out = {name: GroupTraffic(**vars(t)) for name, t in self._traffic.items()}
+        total = GroupTraffic()
+        for t in out.values():
+            total += t
+        total.steps = max((t.steps for t in out.values()), default=0)
+        out["total"] = total
+        return out
