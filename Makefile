@@ -17,7 +17,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench envelope envelope-rtl functional regdocs synth route ge endpoints report clean
+.PHONY: all help venv verilog lint test test-quick bench train train-quick envelope envelope-rtl functional regdocs synth route ge endpoints report clean
 
 all: verilog report
 
@@ -29,7 +29,9 @@ help:
 	@echo "make functional   paper section 6 check on the top: identity, G-Binary, G-Ternary (SIM=verilator|icarus)"
 	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from host/regmap.py"
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
-	@echo "make bench        golden-model throughput on a 64 MiB buffer"
+	@echo "make bench        golden-model throughput on a 64 MiB buffer; gradient runtime through the device model"
+	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
+	@echo "make train-quick  seconds-long smoke run of the training experiments -> build/reports/quick/"
 	@echo "make envelope     timing envelope: Table 4, Fig. 2/3/7 -> build/reports/envelope.*"
 	@echo "make envelope-rtl exported top vs the envelope model, Verilator -> build/reports/envelope_rtl.*"
 	@echo "make synth        Yosys generic-cell synthesis of the datapath, both profiles -> build/reports/synth.*"
@@ -64,6 +66,13 @@ test-quick: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m neuron_fabric.sim.bench_golden
+	$(PY) -m neuron_fabric.sim.bench_runtime
+
+train: $(STAMP)
+	$(PY) -m neuron_fabric.host.train.experiments --jobs $(JOBS) --out build/reports
+
+train-quick: $(STAMP)
+	$(PY) -m neuron_fabric.host.train.experiments --jobs $(JOBS) --quick --out build/reports/quick
 
 envelope: $(STAMP)
 	$(PY) -m neuron_fabric.sim.envelope --out build/reports

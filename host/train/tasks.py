@@ -1,0 +1,100 @@
+"""Classification tasks built from data that ships inside a pip package.
+
+Both tasks use scikit-learn's bundled handwritten digits (1,797 images of
+8x8 pixels, 16 grey levels, 10 classes): nothing is downloaded.
+
+* ``digits`` (easy, plays CIFAR-10's role): the images themselves, 10 classes.
+* ``pairs`` (hard, plays CIFAR-100's role): two digit images side by side
+  (8x16 pixels), labelled by the ordered pair, ``10 * left + right``: 100
+  classes.  Train, validation and test pairs are drawn from disjoint image
+  sets, so a test pair never shows an image seen in training.
+
+Splits are fixed per seed: the same seed always gives the same arrays.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Task", "digits", "pairs", "TASKS", "load_task"]
+
+#: Image fractions of the train / validation / test splits of the digits.
+SPLIT = (0.6, 0.2, 0.2)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A classification task: images ``(N, H, W)`` float32 in [0, 1], int32 labels."""
+    name: str
+    classes: int
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+
+    @property
+    def image_shape(self):
+        return self.x_train.shape[1:]
+
+
+def _split_digits(seed):
+    """Stratified train / validation / test split of the digit images."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    data = load_digits()
+    x = (data.images / 16.0).astype(np.float32)
+    y = data.target.astype(np.int32)
+    test = SPLIT[2]
+    val = SPLIT[1] / (SPLIT[0] + SPLIT[1])
+    x_rest, x_test, y_rest, y_test = train_test_split(
+        x, y, test_size=test, stratify=y, random_state=seed)
+    x_train, x_val, y_train, y_val = train_test_split(
+        x_rest, y_rest, test_size=val, stratify=y_rest, random_state=seed)
+    return (x_train, y_train), (x_val, y_val), (x_test, y_test)
+
+
+def digits(seed=0):
+    """The easy task: the digits themselves, 10 classes."""
+    train, val, test = _split_digits(seed)
+    return Task("digits", 10, *train, *val, *test)
+
+
+def _pair_set(images, labels, count, rng):
+    """``count`` pairs, class-balanced: the pair class first, then one image of each digit."""
+    by_digit = [np.flatnonzero(labels == d) for d in range(10)]
+    cls = np.arange(count) % 100
+    rng.shuffle(cls)
+    left, right = np.empty(count, np.int64), np.empty(count, np.int64)
+    for d in range(10):
+        for side, digit in ((left, cls // 10), (right, cls % 10)):
+            pick = digit == d
+            side[pick] = rng.choice(by_digit[d], pick.sum())
+    x = np.concatenate([images[left], images[right]], axis=2)
+    return x, cls.astype(np.int32)
+
+
+def pairs(seed=0, train=10_000, val=2_000, test=2_000):
+    """The hard task: ordered pairs of digits side by side, 100 classes.
+
+    Parameters
+    ----------
+    train, val, test : int
+        Number of pairs per split (class-balanced: ``train / 100`` per class).
+    """
+    splits = _split_digits(seed)
+    rng = np.random.default_rng([seed, 100])
+    out = [_pair_set(x, y, count, rng) for (x, y), count in zip(splits, (train, val, test))]
+    return Task("pairs", 100, *out[0], *out[1], *out[2])
+
+
+TASKS = {"digits": digits, "pairs": pairs}
+
+
+def load_task(name, seed=0):
+    """The task called ``name`` for ``seed``."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; known: {sorted(TASKS)}")
+    return TASKS[name](seed)
