@@ -22,7 +22,7 @@ import time
 import tomllib
 from dataclasses import asdict, dataclass
 
-from neuron_fabric.host.facts import DATAPATH_MODULE
+from neuron_fabric.host.facts import DATAPATH_MODULE, TOP_MODULE
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
@@ -38,7 +38,7 @@ CACHE_VERSION = 1
 #: Generic cells that are registers (every flip-flop and latch flavour).
 _REGISTER = re.compile(r"^\$_(S?DFF|DFFE|SDFF|ALDFF|DFFSR|DLATCH|SR)")
 #: Bookkeeping cells that are not hardware.
-_NOT_HARDWARE = {"$scopeinfo"}
+NOT_HARDWARE = {"$scopeinfo"}
 
 
 def settings():
@@ -49,15 +49,28 @@ def settings():
 
 @dataclass(frozen=True)
 class Config:
-    """One datapath build: profile name (or ``full-no-<feature>``), widths, latency."""
+    """One build: profile name (or ``full-no-<feature>``), widths, latency, and
+    the module: the datapath core, or the CXL.mem top around it (with the
+    top's other parameters at their defaults)."""
     profile: str
     line_bits: int
     workers: int
     stages: int
+    module: str = DATAPATH_MODULE
+
+    def __post_init__(self):
+        if self.module not in (DATAPATH_MODULE, TOP_MODULE):
+            raise ValueError(f"module must be {DATAPATH_MODULE!r} or {TOP_MODULE!r}, "
+                             f"not {self.module!r}")
+
+    @property
+    def is_top(self):
+        return self.module == TOP_MODULE
 
     @property
     def name(self):
-        return f"{self.profile}-L{self.line_bits}-W{self.workers}-S{self.stages}"
+        return (("top-" if self.is_top else "")
+                + f"{self.profile}-L{self.line_bits}-W{self.workers}-S{self.stages}")
 
 
 def sweep_configs(profiles=None):
@@ -77,6 +90,16 @@ def sweep_configs(profiles=None):
     return unique
 
 
+def top_configs(profiles=None):
+    """The top at the default configuration in each of ``flow.toml``'s
+    ``top_profiles`` (those also in ``profiles``, when given)."""
+    from neuron_fabric.host.facts import DEFAULTS
+    sw = settings()["sweep"]
+    return [Config(p, DEFAULTS["line_bits"], DEFAULTS["workers"], DEFAULTS["stages"],
+                   TOP_MODULE)
+            for p in sw.get("top_profiles", []) if profiles is None or p in profiles]
+
+
 def resolve_profile(name):
     """A profile name: ``full``, ``paper`` or ``full-no-<feature>``."""
     from neuron_fabric.host.facts import PROFILES
@@ -89,7 +112,12 @@ def resolve_profile(name):
 
 
 def verilog(config):
-    """Verilog text of the datapath core for ``config``."""
+    """Verilog text of the datapath core or the top for ``config``."""
+    if config.is_top:
+        # The exporter's own text, so the flow builds what a user gets.
+        from neuron_fabric.hdl.export import top_verilog
+        return top_verilog(line_bits=config.line_bits, workers=config.workers,
+                           stages=config.stages, profile=config.profile)
     from amaranth.back import verilog as backend
     from neuron_fabric.hdl.datapath import Datapath
     core = Datapath(line_bits=config.line_bits, workers=config.workers,
@@ -185,12 +213,12 @@ def yosys(script, log):
 
 # -- netlist analysis ------------------------------------------------------------
 
-def netlist_stats(netlist):
-    """Cells by type, registers and logic cells of a Yosys JSON netlist."""
-    module = netlist["modules"][TOP]
+def netlist_stats(netlist, module=TOP):
+    """Cells by type, registers and logic cells of ``module`` in a Yosys JSON netlist."""
+    module = netlist["modules"][module]
     by_type = {}
     for cell in module["cells"].values():
-        if cell["type"] in _NOT_HARDWARE:
+        if cell["type"] in NOT_HARDWARE:
             continue
         by_type[cell["type"]] = by_type.get(cell["type"], 0) + 1
     registers = sum(n for t, n in by_type.items() if _REGISTER.match(t))
@@ -202,7 +230,7 @@ def netlist_stats(netlist):
 _STAGE_NAME = re.compile(r"^s(\d+)_")
 
 
-def logic_depth(netlist, stages, weight=None):
+def logic_depth(netlist, stages, weight=None, module=TOP):
     """Deepest combinational path into each pipeline register stage.
 
     Paths start at register outputs and module inputs and end at register
@@ -212,10 +240,10 @@ def logic_depth(netlist, stages, weight=None):
     "to_outputs": worst into module outputs}``.
     """
     weight = weight or (lambda cell_type: 1)
-    module = netlist["modules"][TOP]
+    module = netlist["modules"][module]
     driver, regs, comb = {}, [], []
     for name, cell in module["cells"].items():
-        if cell["type"] in _NOT_HARDWARE:
+        if cell["type"] in NOT_HARDWARE:
             continue
         dirs = cell["port_directions"]
         if _REGISTER.match(cell["type"]):

@@ -100,10 +100,12 @@ def estimate(row):
     """GE model of one synthesis row (reads its netlist)."""
     netlist = json.loads(netlist_path(row["netlist_key"]).read_text())
     ge = sum(cell_ge(t) * n for t, n in row["by_type"].items())
-    depth = flowlib.logic_depth(netlist, row["stages"], weight=delay_units)
+    depth = flowlib.logic_depth(netlist, row["stages"], weight=delay_units,
+                                module=row.get("module", flowlib.TOP))
     worst_units = max(depth["per_stage"])
     stage_ps = (worst_units + FF_OVERHEAD_UNITS) * GATE_DELAY_PS
     return {
+        "module": row.get("module", flowlib.TOP),
         "profile": row["profile"], "line_bits": row["line_bits"],
         "workers": row["workers"], "stages": row["stages"],
         "ge": round(ge), "area_mm2": round(ge * AREA_PER_GE_UM2 * 1e-6, 6),

@@ -41,19 +41,21 @@ def synthesize(config, vfile, script, version):
     def compute():
         work = flowlib.scratch_dir(f"{config.name}-")
         out = work / "netlist.json"
-        flowlib.yosys(f"read_verilog {flowlib.wasi_path(vfile)}; {script.format(top=flowlib.TOP)}; "
+        flowlib.yosys(f"read_verilog {flowlib.wasi_path(vfile)}; "
+                      f"{script.format(top=config.module)}; "
                       f"write_json {flowlib.wasi_path(out)}", work / "yosys.log")
         netlist = json.loads(out.read_text())
         netlist_path(key).parent.mkdir(parents=True, exist_ok=True)
         out.replace(netlist_path(key))
-        stats = flowlib.netlist_stats(netlist)
-        depth = flowlib.logic_depth(netlist, config.stages)
+        stats = flowlib.netlist_stats(netlist, config.module)
+        depth = flowlib.logic_depth(netlist, config.stages, module=config.module)
         return dict(flowlib.config_fields(config), **stats,
                     levels=depth["levels"], levels_per_stage=depth["per_stage"],
                     levels_to_outputs=depth["to_outputs"], netlist_key=key,
                     tool=version)
 
     row, hit = flowlib.cached("generic", key, compute)
+    row = dict(flowlib.config_fields(config), **row)     # rows cached before `module`
     note = (f"{row['cells']} cells, {row['registers']} registers, "
             f"{row['logic_cells']} logic, {row['levels']} levels"
             + (" (cached)" if hit else ""))

