@@ -17,7 +17,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench train train-quick envelope envelope-rtl functional regdocs synth route ge endpoints report clean
+.PHONY: all help venv verilog lint test test-quick bench train train-quick envelope envelope-rtl functional regdocs synth route ge endpoints sky130 report clean
 
 all: verilog report
 
@@ -38,7 +38,8 @@ help:
 	@echo "make route        ECP5 out-of-context place and route, 3 seeds each -> build/reports/route.*"
 	@echo "make ge           gate-equivalent area/energy/2 GHz slack model -> build/reports/ge.*"
 	@echo "make endpoints    flip-flop input arrivals by driver after routing, 512 bits -> build/reports/endpoints.*"
-	@echo "make report       all of the above -> build/reports/hardware.md with plots"
+	@echo "make sky130       cell area on SkyWater sky130_fd_sc_hd (no timing), every width -> build/reports/sky130.*"
+	@echo "make report       synth, route, ge, endpoints, sky130 -> build/reports/hardware.md with plots"
 	@echo "make venv         create or refresh .venv"
 	@echo "make clean        remove build/"
 
@@ -98,7 +99,10 @@ ge: synth
 endpoints: $(STAMP)
 	$(PY) -m neuron_fabric.synth.endpoints --jobs $(JOBS)
 
-report: synth route ge endpoints
+sky130: $(STAMP)
+	$(PY) -m neuron_fabric.synth.sky130 --jobs $(JOBS)
+
+report: synth route ge endpoints sky130
 	$(PY) -m neuron_fabric.synth.report
 
 clean:

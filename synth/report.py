@@ -1,8 +1,8 @@
 """`make report`: the hardware plausibility report, ours beside the paper's.
 
-Reads ``build/reports/{synth,route,ge,feature_cost,endpoints}.json``
+Reads ``build/reports/{synth,route,ge,feature_cost,endpoints,sky130}.json``
 (written by ``make synth``, ``make route``, ``make ge``, ``make
-endpoints``) and writes
+endpoints``, ``make sky130``) and writes
 ``build/reports/hardware.md`` with PNG plots next to it.
 
     python -m neuron_fabric.synth.report
@@ -14,6 +14,7 @@ import sys
 
 from . import flowlib
 from . import ge as ge_model
+from . import sky130 as sky130_flow
 
 #: The paper's figures (section 10, Table 7, Fig. 8), 512 bits, five cycles.
 PAPER = {
@@ -155,7 +156,40 @@ def check(ok):
     return "**met**" if ok else "**not met**"
 
 
-def build(synth, route, ge, features, endpoints=()):
+def core_rows(rows):
+    """The rows of the datapath core (``route.json`` and ``sky130.json`` also
+    hold the top's)."""
+    return [r for r in rows if r.get("module", flowlib.TOP) == flowlib.TOP]
+
+
+def top_rows(rows):
+    return [r for r in rows if r.get("module", flowlib.TOP) != flowlib.TOP]
+
+
+def sky130_section(sky):
+    """Markdown of the sky130 areas beside the GE proxy."""
+    if not sky:
+        return []
+    L = ["## Cell area on SkyWater sky130_fd_sc_hd (`make sky130`)", ""]
+    L += [f"{n}" for n in sky130_flow.notes()[:3]] + [""]
+    L += ["| module | profile | LINE_BITS | area (um^2) | flip-flops (um^2) | logic (um^2) | "
+          "flip-flops | area / nand2_1 | GE proxy | GE-proxy area (um^2, paper's ratio) |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted(sky, key=lambda r: (r["module"], r["profile"], r["line_bits"])):
+        proxy_area = r["ge_proxy"] * ge_model.AREA_PER_GE_UM2
+        L.append(f"| {r['module']} | {r['profile']} | {r['line_bits']} | {r['area_um2']:,.0f} | "
+                 f"{r['flop_area_um2']:,.0f} | {r['logic_area_um2']:,.0f} | {r['flops']:,} | "
+                 f"{r['nand2_equivalents']:,} | {r['ge_proxy']:,} | {proxy_area:,.0f} |")
+    L += ["", "The last column is the GE proxy's area (0.2 um^2 per GE, a 16/14 nm-class "
+          "NAND2 from the paper's Table 7); the sky130 area is at 130 nm and does not depend "
+          "on the paper. `area / nand2_1` counts the mapped area in sky130 NAND2 cells, a gate "
+          "count independent of the proxy's weights.", ""]
+    return L
+
+
+def build(synth, route, ge, features, endpoints=(), sky=()):
+    top_route = top_rows(route)
+    route = core_rows(route)
     sw = flowlib.settings()["sweep"]
     ws, sbits = sw["width_stages"], sw["stages_width"]
     fmax = median_fmax(route)
@@ -180,6 +214,12 @@ def build(synth, route, ge, features, endpoints=()):
     def g(p, key, fmt):
         r = grow.get((p, sbits, ws))
         return fmt.format(r[key]) if r else "n/a"
+
+    sky_core = {(r["profile"], r["line_bits"], r["stages"]): r for r in core_rows(sky)}
+
+    def area(p):
+        r = sky_core.get((p, sbits, ws))
+        return f"{r['area_um2']:,.0f}" if r else "n/a"
 
     L += ["## Ours beside the paper (512 bits, five cycles unless stated)", "",
           "| metric | paper | ours, paper profile | ours, full profile | command |",
@@ -209,6 +249,8 @@ def build(synth, route, ge, features, endpoints=()):
         ("Estimated slack at 2 GHz (ps)", f"{PAPER['slack_ps_2ghz']}",
          g("paper", "slack_ps_2ghz", "{:+.0f}"), g("full", "slack_ps_2ghz", "{:+.0f}"),
          "make ge"),
+        ("sky130 cell area (um^2, no timing)", "—", area("paper"), area("full"),
+         "make sky130"),
     ]
     L += [f"| {a} | {b} | {c} | {d} | `{e}` |" for a, b, c, d, e in rows]
     L += ["", "The paper profile keeps only what the paper's datapath has (identity, "
@@ -286,6 +328,19 @@ def build(synth, route, ge, features, endpoints=()):
                  f"{gg['slack_ps_2ghz'] if gg else ''} |")
     L.append("")
 
+    # -- the top and sky130 ------------------------------------------------------------
+    if top_route:
+        L += ["## The CXL.mem top (`make route`)", "",
+              "| module | profile | LINE_BITS | Fmax median (min-max) MHz | seeds | LUT4 | FF |",
+              "|---|---|---:|---|---:|---:|---:|"]
+        for (p, lb, st), v in sorted(median_fmax(top_route).items()):
+            r = next(x for x in top_route if (x["profile"], x["line_bits"], x["stages"])
+                     == (p, lb, st))
+            L.append(f"| {r['module']} | {p} | {lb} | {v[0]:.2f} ({v[1]:.0f}-{v[2]:.0f}) | "
+                     f"{v[3]} | {r['lut4']:,} | {r['ff']:,} |")
+        L.append("")
+    L += sky130_section(sky)
+
     # -- features ----------------------------------------------------------------------
     if features:
         L += ["## Cost of each full-profile feature (512 bits, STAGES = 5)", "",
@@ -336,13 +391,13 @@ def build(synth, route, ge, features, endpoints=()):
 
 
 def main(argv=None):
-    synth, route, ge, features, endpoints = (
-        load(s) for s in ("synth", "route", "ge", "feature_cost", "endpoints"))
+    synth, route, ge, features, endpoints, sky = (
+        load(s) for s in ("synth", "route", "ge", "feature_cost", "endpoints", "sky130"))
     if not synth:
         print("no build/reports/synth.json: run `make synth` first", file=sys.stderr)
         return 1
     path = flowlib.REPORTS / "hardware.md"
-    path.write_text(build(synth, route, ge, features, endpoints))
+    path.write_text(build(synth, route, ge, features, endpoints, sky))
     print(f"wrote {path}")
     return 0
 
