@@ -1,5 +1,7 @@
-# NEURON-Fabric: the way in.  `make` exports the default Verilog and builds
-# the hardware report; `make test` runs the test suite.  Both create the
+# NEURON-Fabric: the way in.  `make` exports the default Verilog, lints it,
+# runs the functional check and summarises the default configuration on
+# silicon proxies (minutes); `make report` runs the whole hardware sweep;
+# `make test` runs the test suite.  Both create the
 # local virtual environment (.venv) when it is missing or older than
 # pyproject.toml.  Every output goes under build/.
 
@@ -17,12 +19,12 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench train train-quick envelope envelope-rtl functional regdocs synth route ge endpoints sky130 report clean
+.PHONY: all help venv verilog lint test test-quick bench train train-quick envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean
 
-all: verilog report
+all: verilog lint functional summary
 
 help:
-	@echo "make              export the default Verilog and build the hardware report"
+	@echo "make              verilog, lint, functional, summary (the default configuration, minutes)"
 	@echo "make test         run the whole test suite (pytest, $(JOBS) workers)"
 	@echo "make test-quick   the suite less the tests marked slow"
 	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= REGIONS= MAX_OUTSTANDING= PROFILE=)"
@@ -39,6 +41,8 @@ help:
 	@echo "make ge           gate-equivalent area/energy/2 GHz slack model -> build/reports/ge.*"
 	@echo "make endpoints    flip-flop input arrivals by driver after routing, 512 bits -> build/reports/endpoints.*"
 	@echo "make sky130       cell area on SkyWater sky130_fd_sc_hd (no timing), every width -> build/reports/sky130.*"
+	@echo "make summary      512 bits, W 8, STAGES 5, both profiles and the top: cells, one ECP5 route,"
+	@echo "                  GE, sky130 area, beside the paper -> build/reports/summary.{md,json}"
 	@echo "make report       synth, route, ge, endpoints, sky130 -> build/reports/hardware.md with plots"
 	@echo "make venv         create or refresh .venv"
 	@echo "make clean        remove build/"
@@ -101,6 +105,9 @@ endpoints: $(STAMP)
 
 sky130: $(STAMP)
 	$(PY) -m neuron_fabric.synth.sky130 --jobs $(JOBS)
+
+summary: $(STAMP)
+	$(PY) -m neuron_fabric.synth.summary --jobs $(JOBS)
 
 report: synth route ge endpoints sky130
 	$(PY) -m neuron_fabric.synth.report
