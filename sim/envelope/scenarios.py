@@ -16,6 +16,7 @@ __all__ = [
     "PAPER", "HIDDEN_PCT", "CONGESTED_WINDOW", "HEALTHY_REPLAY_WINDOW", "BUCKET_BYTES",
     "ModelProfile", "MODELS", "Batch", "table4", "bucket_replay", "sweep_bandwidth",
     "sweep_latency", "sweep_footprint", "sweep_telemetry", "bucket_service_cycles",
+    "table4_at_depths",
 ]
 
 #: The paper's published values (Table 4, sections 5.2, 5.3).
@@ -89,13 +90,13 @@ MODELS = (
 )
 
 
-def _streams_on_anchor(n):
+def _streams_on_anchor(n, anchor=ANCHOR):
     """``n`` streams sharing the anchor's 16 MiB footprint (stays a full miss)."""
-    lines = ANCHOR_FOOTPRINT // ANCHOR.line_bytes // n
-    return ANCHOR.with_(workers=n, footprint_per_worker_bytes=lines * ANCHOR.line_bytes)
+    lines = ANCHOR_FOOTPRINT // anchor.line_bytes // n
+    return anchor.with_(workers=n, footprint_per_worker_bytes=lines * anchor.line_bytes)
 
 
-def table4(batch=Batch()):
+def table4(batch=Batch(), anchor=ANCHOR):
     """Table 4 rows on our model.
 
     - single stream: one stream, one read in flight, over the anchor's
@@ -107,22 +108,48 @@ def table4(batch=Batch()):
     - scale-out: the anchor over 1, 2, 4, 8 stacks (256 B interleave, each
       stack with its own 128 GiB/s gate); healthy = one read in flight per
       stream, congested = ``CONGESTED_WINDOW`` reads per stream.
+
+    ``anchor`` replaces the paper's defaults (another datapath depth, say).
     """
     n_lat, n_cong = batch.latency_bound, batch.congested
-    streams = {n: overhead_pct(_streams_on_anchor(n), n_lat) for n in range(1, 9)}
+    streams = {n: overhead_pct(_streams_on_anchor(n, anchor), n_lat) for n in range(1, 9)}
     stacks = (1, 2, 4, 8)
-    healthy = {k: overhead_pct(ANCHOR.with_(stacks=k), n_lat) for k in stacks}
-    congested = {k: overhead_pct(ANCHOR.with_(stacks=k, window=CONGESTED_WINDOW), n_cong)
+    healthy = {k: overhead_pct(anchor.with_(stacks=k), n_lat) for k in stacks}
+    congested = {k: overhead_pct(anchor.with_(stacks=k, window=CONGESTED_WINDOW), n_cong)
                  for k in stacks}
-    own_footprint = {n: overhead_pct(ANCHOR.with_(workers=n), n_lat) for n in range(1, 9)}
+    own_footprint = {n: overhead_pct(anchor.with_(workers=n), n_lat) for n in range(1, 9)}
     return {
-        "single_stream_pct": overhead_pct(_streams_on_anchor(1), n_lat),
+        "single_stream_pct": overhead_pct(_streams_on_anchor(1, anchor), n_lat),
         "workers_own_footprint_pct": own_footprint,
         "streams_pct": streams,
-        "full_llc_miss_pct": overhead_pct(ANCHOR, n_lat),
+        "full_llc_miss_pct": overhead_pct(anchor, n_lat),
         "scaleout_healthy": healthy,
         "scaleout_congested": congested,
     }
+
+
+def table4_at_depths(depths, batch=Batch()):
+    """The Table 4 results with a datapath of each of ``depths`` cycles.
+
+    Returns ``{depth: {"single_stream_pct", "streams_1_8_pct",
+    "full_llc_miss_pct", "scaleout_healthy_pct", "scaleout_congested_pct"}}``
+    (ranges as ``[min, max]``): the anchor with only ``datapath_cycles``
+    changed, so the rows compare with the five-cycle ones.
+    """
+    out = {}
+    for d in sorted(set(depths)):
+        t4 = table4(batch, ANCHOR.with_(datapath_cycles=d))
+        out[d] = {"single_stream_pct": t4["single_stream_pct"],
+                  "streams_1_8_pct": _span(t4["streams_pct"]),
+                  "full_llc_miss_pct": t4["full_llc_miss_pct"],
+                  "scaleout_healthy_pct": _span(t4["scaleout_healthy"]),
+                  "scaleout_congested_pct": _span(t4["scaleout_congested"])}
+    return out
+
+
+def _span(by_key):
+    values = list(by_key.values())
+    return [min(values), max(values)]
 
 
 def bucket_service_cycles(p: ServiceParams, bucket_bytes, datapath, sample_lines=(1024, 2048)):
