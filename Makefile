@@ -19,7 +19,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench train train-quick envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean
+.PHONY: all help venv verilog lint test test-quick bench train train-quick envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
 
 all: verilog lint functional summary
 
@@ -44,6 +44,8 @@ help:
 	@echo "make summary      512 bits, W 8, STAGES 5, both profiles and the top: cells, one ECP5 route,"
 	@echo "                  GE, sky130 area, beside the paper -> build/reports/summary.{md,json}"
 	@echo "make report       synth, route, ge, endpoints, sky130 -> build/reports/hardware.md with plots"
+	@echo "make pilots       control-plane pilots (Fig. 6 recovery, live ladder, late update) -> build/reports/pilots.*"
+	@echo "make train-rtl    training with the exported top under Verilator in the loop, against the device model"
 	@echo "make venv         create or refresh .venv"
 	@echo "make clean        remove build/"
 
@@ -111,6 +113,12 @@ summary: $(STAMP)
 
 report: synth route ge endpoints sky130
 	$(PY) -m neuron_fabric.synth.report
+
+pilots: $(STAMP)
+	$(PY) -m neuron_fabric.host.pilots --out build/reports
+
+train-rtl: $(STAMP)
+	$(PY) -m neuron_fabric.sim.cocotb_train --out build/reports
 
 clean:
 	rm -rf build

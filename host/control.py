@@ -22,7 +22,7 @@ Roles (paper section 3, "Control interface"):
     every other group is admitted.
 :class:`Supervisor`
     Keeps or returns every group to FP32 when training health degrades
-    (CUSUM on the loss trend, a non-finite loss, a loss spike), holds FP32
+    (CUSUM on the standardised loss, a non-finite loss), holds FP32
     for a cooldown, then reports recovery so the Commander may re-admit.
 :class:`ControlPlane`
     Runs the three at step boundaries and writes the region CFG words.  A
@@ -339,37 +339,39 @@ class Commander:
 class SupervisorConfig:
     """Parameters of the Supervisor's training-health guard.
 
-    The CUSUM runs on the relative excess of the step loss over a slow
-    reference: ``x_t = (L_t - R_{t-1}) / R_{t-1}``, ``S_t = max(0, S_{t-1}
-    + x_t - drift)``, alarm when ``S_t > limit``; ``R`` is an exponential
-    moving average of the loss.  The paper names the CUSUM and the
-    cooldown (sections 3 and 8) but gives no values; these defaults were
-    calibrated on the easy task (``docs/control.md``).
+    The CUSUM runs on the step loss standardised by running estimates of
+    its mean ``R`` and standard deviation ``sigma`` (exponential moving
+    averages): ``x_t = (L_t - R_{t-1}) / sigma_{t-1}``, ``S_t = max(0,
+    S_{t-1} + x_t - drift)``, alarm when ``S_t > limit``.  The paper names
+    the CUSUM, the recovery triggers and the cooldown (sections 3 and 8) but
+    gives no values; ``drift`` = 0.5 and ``limit`` = 5 are the textbook
+    one-sided CUSUM for a one-sigma shift (k = delta / 2, h = 5 sigma).
 
     Parameters
     ----------
     ref_ema : float, default 0.05
-        Weight of the newest loss in the reference ``R``.
-    drift : float, default 0.05
-        CUSUM drift ``k``: relative excess per step tolerated as noise.
-    limit : float, default 1.0
-        CUSUM decision limit ``h``.
-    spike_ratio : float, default 3.0
-        A single loss above ``spike_ratio * R`` triggers at once.
+        Weight of the newest loss in ``R`` and in the variance estimate.
+    drift : float, default 0.5
+        CUSUM drift ``k``, in standard deviations per step.
+    limit : float, default 5.0
+        CUSUM decision limit ``h``, in standard deviations.
+    min_samples : int, default 10
+        Losses that only build ``R`` and ``sigma`` before the CUSUM runs.
     cooldown_steps : int, default 20
-        FP32 steps after the last trigger before recovery is declared.
+        Quiet steps after the last trigger before recovery is declared
+        (every group stays on FP32 meanwhile).
     """
     ref_ema: float = 0.05
-    drift: float = 0.05
-    limit: float = 1.0
-    spike_ratio: float = 3.0
+    drift: float = 0.5
+    limit: float = 5.0
+    min_samples: int = 10
     cooldown_steps: int = 20
 
     def __post_init__(self):
         if not 0 < self.ref_ema <= 1:
             raise ValueError(f"ref_ema must be in (0, 1], not {self.ref_ema!r}")
-        if self.drift < 0 or self.limit <= 0 or self.spike_ratio <= 1 or self.cooldown_steps < 0:
-            raise ValueError("need drift >= 0, limit > 0, spike_ratio > 1, cooldown_steps >= 0")
+        if self.drift < 0 or self.limit <= 0 or self.cooldown_steps < 0 or self.min_samples < 2:
+            raise ValueError("need drift >= 0, limit > 0, cooldown_steps >= 0, min_samples >= 2")
 
 
 class Supervisor:
@@ -378,6 +380,8 @@ class Supervisor:
     def __init__(self, config=SupervisorConfig()):
         self.config = config
         self.reference = None
+        self.variance = 0.0
+        self.samples = 0
         self.cusum = 0.0
         self.since_trigger = None     # steps since the last trigger; None: never
         self.last_trigger = None
@@ -387,12 +391,21 @@ class Supervisor:
         """True from a trigger until ``cooldown_steps`` quiet steps later."""
         return self.since_trigger is not None and self.since_trigger < self.config.cooldown_steps
 
+    def _track(self, loss):
+        a = self.config.ref_ema
+        if self.reference is None:
+            self.reference = loss
+        else:
+            dev = loss - self.reference
+            self.variance = (1 - a) * (self.variance + a * dev * dev)
+            self.reference += a * dev
+        self.samples += 1
+
     def observe(self, loss):
         """Take one step's loss; return the trigger's name or None.
 
-        A trigger restarts the cooldown and the CUSUM, and rebases the
-        reference on the current loss so a lasting shift is not counted
-        twice.
+        A trigger restarts the cooldown and the CUSUM and rebases ``R`` on
+        the current loss, so a lasting shift is not counted twice.
         """
         c = self.config
         loss = float(loss)
@@ -401,15 +414,9 @@ class Supervisor:
         trigger = None
         if not math.isfinite(loss):
             trigger = "non-finite loss"
-        elif self.reference is None:
-            self.reference = loss
-            return None
-        elif loss > c.spike_ratio * self.reference:
-            trigger = "loss spike"
-        else:
-            x = (loss - self.reference) / max(self.reference, 1e-12)
+        elif self.samples >= c.min_samples:
+            x = (loss - self.reference) / max(math.sqrt(self.variance), 1e-12)
             self.cusum = max(0.0, self.cusum + x - c.drift)
-            self.reference = (1 - c.ref_ema) * self.reference + c.ref_ema * loss
             if self.cusum > c.limit:
                 trigger = "CUSUM"
         if trigger:
@@ -418,7 +425,9 @@ class Supervisor:
             self.last_trigger = trigger
             if math.isfinite(loss):
                 self.reference = loss
-        return trigger
+            return trigger
+        self._track(loss)
+        return None
 
 
 # -- the control plane --------------------------------------------------------------

@@ -85,25 +85,27 @@ def test_predictor_forecasts_from_the_communication_time_model():
 # -- Supervisor ----------------------------------------------------------------------
 
 def test_supervisor_cusum_hand_worked():
-    s = Supervisor(SupervisorConfig(ref_ema=0.5, drift=0.1, limit=0.3, spike_ratio=10,
+    s = Supervisor(SupervisorConfig(ref_ema=0.5, drift=0.5, limit=2.0, min_samples=2,
                                     cooldown_steps=2))
-    assert s.observe(1.0) is None            # reference R = 1
-    assert s.observe(1.2) is None            # x = .2, S = .1, R = 1.1
-    assert s.cusum == pytest.approx(0.1)
-    assert s.observe(1.4) is None            # x = .3/1.1, S = .2727, R = 1.25
-    assert s.cusum == pytest.approx(0.3 / 1.1)
-    assert s.reference == pytest.approx(1.25)
-    assert s.observe(1.5) == "CUSUM"         # x = .2, S = .3727 > .3
-    assert s.cusum == 0 and s.reference == 1.5 and s.cooling
-    assert s.observe(1.4) is None and s.cooling       # one quiet step
-    assert s.observe(1.3) is None and not s.cooling   # two: cooldown over
+    assert s.observe(1.0) is None            # R = 1
+    assert s.observe(2.0) is None            # V = .5 (0 + .5 * 1) = .25, R = 1.5
+    assert (s.reference, s.variance) == (1.5, 0.25)
+    assert s.observe(2.0) is None            # x = .5 / .5 = 1, S = .5; V = .1875, R = 1.75
+    assert s.cusum == pytest.approx(0.5)
+    assert s.observe(2.5) is None            # x = .75 / .4330 = 1.7321, S = 1.7321
+    assert s.cusum == pytest.approx(0.5 + 0.75 / math.sqrt(0.1875) - 0.5)
+    assert s.variance == pytest.approx(0.234375) and s.reference == 2.125
+    assert s.observe(3.0) == "CUSUM"         # x = .875 / .4841 = 1.8074, S = 3.04 > 2
+    assert s.cusum == 0 and s.reference == 3.0 and s.cooling
+    assert s.observe(2.0) is None and s.cooling       # one quiet step
+    assert s.observe(2.0) is None and not s.cooling   # two: cooldown over
 
 
-def test_supervisor_quiet_on_falling_loss_and_triggers():
-    s = Supervisor(SupervisorConfig(drift=0.05, limit=1.0, spike_ratio=3.0))
-    for loss in np.linspace(2.3, 0.1, 200):
+def test_supervisor_quiet_on_falling_loss_and_triggers_on_non_finite():
+    s = Supervisor()
+    rng = np.random.default_rng(0)
+    for loss in np.linspace(2.3, 0.3, 300) * (1 + 0.05 * rng.standard_normal(300)):
         assert s.observe(loss) is None
-    assert s.observe(s.reference * 3.5) == "loss spike"
     assert s.observe(math.inf) == "non-finite loss"
     assert s.observe(math.nan) == "non-finite loss"
 
@@ -198,7 +200,7 @@ async def make_plane(bus_faults=None, default=FP32, delay=0):
     rt = await GradientRuntime.create(port, drv, GROUPS, {g: MODE_POLICY[FP32] for g in GROUPS})
     cmd = Commander(tuple(GROUPS), CommanderConfig(default_mode=default, warmup_steps=3,
                                                    diag_window=2))
-    sup = Supervisor(SupervisorConfig(cooldown_steps=3))
+    sup = Supervisor(SupervisorConfig(min_samples=3, cooldown_steps=3))
     plane = ControlPlane(rt, drv, Predictor(), cmd, sup, delay_steps=delay)
     return await plane.start(), dev, port
 
@@ -262,12 +264,12 @@ def test_admission_recovery_and_readmission_never_mix_modes_in_a_step():
         losses = [2.0, 1.9, 1.8, 1.7, 1.6, 1.5, 6.0, 1.4, 1.3, 1.2, 1.1, 1.0, 1.0]
         seen = await drive(plane, port, losses)
         # warm-up of 3 FP32 steps with diagnostics, admission before step 3,
-        # spike at step 6 -> FP32 from step 7, cooldown, re-admission
+        # CUSUM alarm at step 6 -> FP32 from step 7, cooldown, re-admission
         assert seen[:3] == [ALL_FP32] * 3
         assert seen[3:7] == [SPLIT] * 4
         assert seen[7] == ALL_FP32
         assert seen[-1] == SPLIT
-        assert [d.reason for d in plane.log] == ["Commander: admission", "Supervisor: loss spike",
+        assert [d.reason for d in plane.log] == ["Commander: admission", "Supervisor: CUSUM",
                                                  "Commander: re-admission"]
         assert await region_modes(dev) == [Mode.GBINARY]
         assert cfg_decode((await dev.read(0x010))[0])["mode"] == Mode.BYPASS

@@ -1,0 +1,114 @@
+"""Training with the RTL in the loop (run by tests/top/test_train_rtl.py and
+``make train-rtl``).
+
+The same loop, runtime and control plane (:func:`neuron_fabric.host.pilots.train_loop`)
+run twice in this process: against the transaction-level device model,
+then against the exported ``neuron_fabric`` under the simulator (control
+through AXI4-Lite by the driver, gradients through M2S RwD / Req and S2M
+DRS, :class:`RtlPort`).  The final weights must be bit-identical, the per-step modes
+equal, and the control plane must have changed modes at least twice.
+
+Environment: ``NF_PARAMS`` (JSON of TopParams), ``NF_TRAIN`` (JSON of
+LoopConfig fields), ``NF_OUT`` (where to write the result JSON).
+``python -m neuron_fabric.sim.cocotb_train`` (``make train-rtl``) builds the
+top and runs it, writing ``train_rtl.json``.
+"""
+
+import json
+import os
+import time
+
+import cocotb
+import jax
+import numpy as np
+
+from neuron_fabric.host.device import Device
+from neuron_fabric.host.driver import Driver
+from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.host.facts import TOP_MODULE, TopParams
+from neuron_fabric.host.pilots import (RTL_CONFIG, loop_config_from_json, loop_config_to_json,
+                                       train_loop)
+
+from .rtl_port import RtlPort
+from .tb_top import TopTB, params_from_env
+
+
+def _leaves(params):
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(params)]
+
+
+@cocotb.test()
+async def test_training_matches_the_device_model(dut):
+    params = params_from_env()
+    cfg = loop_config_from_json(os.environ["NF_TRAIN"])
+    tb = TopTB(dut, params)
+    await tb.reset()
+    port = RtlPort(tb)
+    dev = Device(params)
+    # the model run first: it compiles the JAX functions both runs share,
+    # so the two step times compare like with like
+    t0 = time.perf_counter()
+    model = await train_loop(cfg, dev, Driver(dev, params))
+    model_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rtl = await train_loop(cfg, port, tb.driver)
+    rtl_s = time.perf_counter() - t0
+    tb.check()
+    changes = [d for d in rtl["decisions"] if d["reason"] != "default mode"]
+    result = dict(steps=cfg.steps, line_bits=params.line_bits, workers=params.workers,
+                  rtl_step_ms=1e3 * rtl_s / cfg.steps, model_step_ms=1e3 * model_s / cfg.steps,
+                  lines_written=port.lines_written, lines_read=port.lines_read,
+                  cycles=tb.cycle, mode_changes=[(d["step"], d["reason"]) for d in changes],
+                  low_bit_share=rtl["low_bit_share"], test_accuracy=rtl["test"],
+                  identical=all(a.tobytes() == b.tobytes() and a.dtype == b.dtype
+                                for a, b in zip(_leaves(rtl["params"]), _leaves(model["params"]))))
+    out = os.environ.get("NF_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump(result, f, indent=1)
+    cocotb.log.info(f"RTL in the loop: {result}")
+    assert rtl["modes"] == model["modes"], "the RTL run and the model run chose different modes"
+    assert len(changes) >= 2, f"only {len(changes)} mode changes: {changes}"
+    assert not rtl["faults"], rtl["faults"]
+    assert result["identical"], "final weights differ between the RTL and the device model"
+
+
+def run_train_rtl(params, cfg, out):
+    """Export ``params``' top, run this module on Verilator, return the result dict."""
+    import pathlib
+    from neuron_fabric.hdl.export import top_verilog, write_verilog
+    from .toolchain import BUILD, run_cocotb
+    out = pathlib.Path(out)
+    build_dir = BUILD / "cocotb" / f"train_{params.tag()}"
+    src = write_verilog(BUILD / "cocotb" / "src" / params.tag() / "neuron_fabric.v",
+                        top_verilog(line_bits=params.line_bits, workers=params.workers,
+                                    stages=params.stages, regions=params.regions,
+                                    max_outstanding=params.max_outstanding))
+    env = {"NF_PARAMS": json.dumps(params.__dict__), "NF_TRAIN": loop_config_to_json(cfg),
+           "NF_OUT": str(out)}
+    run_cocotb(sources=[src], toplevel=TOP_MODULE, test_module="neuron_fabric.sim.cocotb_train",
+               simulator="verilator", build_dir=build_dir, extra_env=env)
+    return json.loads(out.read_text())
+
+
+def main(argv=None):
+    import pathlib
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.cocotb_train",
+                        description="Train with the exported top in the loop and compare "
+                                    "with the device model.")
+    ap.add_argument("--out", default="build/reports", help="output folder")
+    ap.add_argument("--line-bits", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=RTL_CONFIG.steps)
+    args = ap.parse_args(argv)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    from dataclasses import replace
+    params = TopParams(line_bits=args.line_bits, workers=8, stages=5, regions=2,
+                       max_outstanding=16)
+    result = run_train_rtl(params, replace(RTL_CONFIG, steps=args.steps), out / "train_rtl.json")
+    print(json.dumps(result, indent=1))
+    return 0 if result["identical"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
