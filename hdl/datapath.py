@@ -11,16 +11,20 @@ multiplexers)::
 
                  paper profile              other profiles
     boundary 0 | A: decode; first full-    A: popcount of each 4 worker bits;
-               |    adder layer of each       output code, margin limit;
-               |    lane's popcount           table halves (j mod P) < K
-    boundary 1 | B: two more layers        B: sign count c; table shifted by
-               |                              phase[0] (all ones if no gate)
+               |    adder layer of each       output code, margin limit
+               |    lane's popcount
+    boundary 1 | B: two more layers        B: sign count c
     boundary 2 | C: the count c            C: output bit before gating (raw
                |                              bit or value by format); margin
-               |                              drop; shift by phase[2:1]
-    boundary 3 | D: output lane (c, W/2    D: shift by phase[3] (the lane's
-               |    if gated, or raw)         pattern keep); gated output
+               |                              drop; pattern drop (mask bit)
+    boundary 3 | D: output lane (c, W/2    D: gated output
+               |    if gated, or raw)
     boundary 4 | (output register, always present)
+
+The PATTERN gate arrives as a mask, one bit per lane (``in_gate_mask``,
+SPEC section 3): the top computes it from P, K and the line's phase when
+it accepts the request.  A lane's mask bit travels with the lane's data,
+in its group's registers, so no lane reads another lane's gate.
 
 ``STAGES`` registers are spread over the boundaries by :data:`PLACEMENT`,
 so that STAGES = 1 is one register between input and output and each
@@ -35,11 +39,11 @@ Timing structure
   output register is empty (``out_ready | ~out_valid``), so bubbles are
   squeezed out and ``out_valid`` never waits for ``out_ready``.  The enable
   is computed per stage and per copy (each group, the per-line registers,
-  and each of the pattern table's own K and P copies), each from its own
-  copy of the valid chain (STAGES bits ending in a copy of ``out_valid``)
-  kept beside that stage's flip-flops, so no enable net crosses the
-  pipeline.  ``in_ready`` is the per-line copy of the stage-0 enable, held
-  low while ``rst`` is high.
+  and the spread tree's registers), each from its own copy of the valid
+  chain (STAGES bits ending in a copy of ``out_valid``) kept beside that
+  stage's flip-flops, so no enable net crosses the pipeline.  ``in_ready``
+  is the per-line copy of the stage-0 enable, held low while ``rst`` is
+  high.
 * **Replicated control.**  The line is cut into groups of
   :data:`REPLICA_BITS` bits (one lane if W is wider) for the profile.  Every per-line
   control that lanes read is registered once per group, so each copy
@@ -47,8 +51,7 @@ Timing structure
   most :data:`SPREAD_FANOUT` copies per register, over two boundaries when
   they are free.  The copies are enabled by their group's enable, which
   keeps synthesis from merging them (a ``keep`` attribute on a register
-  does not stop Yosys's ``opt_merge``).  The pattern table's entries past
-  the last lane read copies of K and P of their own.
+  does not stop Yosys's ``opt_merge``).
 * **Set/reset.**  Only the valid bits have a reset; data registers are
   reset-less.  In the paper profile a gated lane reads the constant W/2;
   the count bits' output flip-flops take it by their synchronous
@@ -63,8 +66,8 @@ from amaranth import Cat, Const, Module, Mux, ResetSignal, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import (DatapathParams, FEATURES, FIELD_WIDTHS, Format, GateKind, Mode,
-                     Profile, PROFILES)
+from neuron_fabric.host.facts import (CORE_FEATURES, DatapathParams, FIELD_WIDTHS, Format,
+                                      GateKind, Mode, Profile, PROFILES)
 
 __all__ = ["Datapath", "PLACEMENT", "REPLICA_BITS"]
 
@@ -83,20 +86,14 @@ PLACEMENT = {
 
 #: Line bits served by one copy of the per-line control registers, by kind
 #: of profile.  The paper profile's controls are few and drive one LUT per
-#: bit; every other profile's drive wide functions and a pattern network
-#: that crosses groups, and places better with fewer, larger groups (ECP5,
-#: full profile, median of three seeds: 219.5 -> 243.7 MHz at 512 bits and
-#: 186.9 -> 226.2 at 1024 going from 16 to 32 bits per copy).
+#: bit; every other profile's drive wide functions and placed better with
+#: fewer, larger groups (ECP5, full profile with the v1 pattern network
+#: that crossed groups, median of three seeds: 219.5 -> 243.7 MHz at 512
+#: bits and 186.9 -> 226.2 at 1024 going from 16 to 32 bits per copy).
 REPLICA_BITS = {"paper": 16, "other": 32}
 
 #: Most copies one register of a spread per-line control feeds.
 SPREAD_FANOUT = 8
-
-#: Number of values the 4-bit gate period, keep and phase inputs can carry.
-_FIELD_VALUES = 1 << FIELD_WIDTHS["gate_phase"]
-
-#: The shift that phase[3] selects in step D of the full profile.
-_PHASE_TOP = _FIELD_VALUES // 2
 
 #: Output code of a line that passes unchanged (codes 0..2 are the formats).
 _IDENTITY = 3
@@ -192,14 +189,17 @@ class Datapath(wiring.Component):
         Latency in cycles, 1..8.
     profile : str or :class:`~neuron_fabric.host.facts.Profile`
         ``"full"`` (all of SPEC section 2) or ``"paper"`` (identity,
-        G-Binary, G-Ternary with the fixed 2-of-3 gate, COUNT output), or
-        any other :class:`Profile` (for feature-cost studies).
+        G-Binary, G-Ternary with the PATTERN gate, COUNT output), or any
+        other :class:`Profile` (for feature-cost studies).  Only the
+        features of :data:`~neuron_fabric.host.facts.CORE_FEATURES` concern
+        the core; every profile takes the PATTERN gate as ``in_gate_mask``.
 
     Members
     -------
     in_valid, in_ready, in_data, in_tag, in_mode, in_format, in_gate_kind,
-    in_gate_period, in_gate_keep, in_gate_threshold, in_gate_phase :
-        Input line and its configuration.
+    in_gate_mask, in_gate_threshold :
+        Input line and its configuration; ``in_gate_mask`` has one bit per
+        lane (E bits), bit ``i`` = 1 keeps lane ``i`` under the PATTERN gate.
     out_valid, out_ready, out_data, out_tag :
         Output line.
 
@@ -225,10 +225,8 @@ class Datapath(wiring.Component):
             "in_mode": In(w["mode"]),
             "in_format": In(w["format"]),
             "in_gate_kind": In(w["gate_kind"]),
-            "in_gate_period": In(w["gate_period"]),
-            "in_gate_keep": In(w["gate_keep"]),
+            "in_gate_mask": In(self._params.lanes),
             "in_gate_threshold": In(w["gate_threshold"]),
-            "in_gate_phase": In(w["gate_phase"]),
             "out_valid": Out(1),
             "out_ready": In(1),
             "out_data": Out(line_bits),
@@ -316,20 +314,10 @@ class Datapath(wiring.Component):
 
     @property
     def _paper_like(self):
-        """The profile has none of the optional features: the paper's
-        datapath, built for area (full-adder popcount over three steps)."""
-        return not any(self.profile.has(f) for f in FEATURES)
-
-    def _drop3(self, phase):
-        """The paper's fixed 2-of-3 gate drops lane i iff (phase + i) mod 3
-        >= 2, so three bits serve the whole line: bit r for the lanes with
-        i mod 3 = r, each a function of the phase alone (one LUT)."""
-        drop = []
-        for residue in range(3):
-            table = sum(1 << ph for ph in range(_FIELD_VALUES)
-                        if (ph + residue) % 3 >= 2)
-            drop.append(self._wire(Const(table, _FIELD_VALUES).bit_select(phase, 1)))
-        return drop
+        """The profile has none of the optional features of the core: the
+        paper's datapath, built for area (full-adder popcount over three
+        steps)."""
+        return not any(self.profile.has(f) for f in CORE_FEATURES)
 
     # -- paper profile ---------------------------------------------------------
     #
@@ -346,8 +334,7 @@ class Datapath(wiring.Component):
         ternary = self._wire(mode == Mode.GTERNARY)
         line["xform"] = mode[1]
         self._spread(line, rep, "xform")
-        # Whether the gate applies travels separately as ``pattern_on``.
-        line["drop3"] = Cat(*self._drop3(line.pop("phase")))
+        # Whether the gate applies travels apart from the lanes' mask bits.
         line["pattern_on"] = ternary
         w = self.workers
         lane["layer"] = [
@@ -360,7 +347,6 @@ class Datapath(wiring.Component):
     def _paper_b(self, line, rep, lane):
         gl = self._group_lanes
         shape = _layer_shape(self.workers, 1)
-        self._spread(line, rep, "drop3")
         partials = []
         for layer in lane.pop("layer"):
             ps = []
@@ -387,7 +373,7 @@ class Datapath(wiring.Component):
     def _paper_d(self, line, rep, lane):
         """Whole output lane.
 
-        A gated lane (a G-Ternary lane the pattern drops) reads W/2: a
+        A gated lane (a G-Ternary lane whose mask bit is 0) reads W/2: a
         constant under a condition, which the count bits' flip-flops take
         by their synchronous set/reset, driven by the group's own control
         copies.  The bits above the count are the raw bits of identity
@@ -398,16 +384,16 @@ class Datapath(wiring.Component):
         gl = self._group_lanes
         h = self._half_bit
         xform = rep.pop("xform")
-        drop3 = rep.pop("drop3")
         pattern_on = rep.pop("pattern_on")
         counts = lane.pop("count")
+        masks = lane.pop("mask")
         out = []
         for g, data in enumerate(lane.pop("data")):
             x = xform[g]
             values, conds, const = [], [], 0
             for i in range(gl):
                 # One condition per lane keeps each set/reset net short.
-                zero = self._wire(pattern_on[g] & drop3[g][(g * gl + i) % 3])
+                zero = self._wire(pattern_on[g] & ~masks[g][i])
                 c = self._lane(counts[g], i, cw)
                 raw = self._lane(data, i, w)
                 for j in range(w):
@@ -431,17 +417,14 @@ class Datapath(wiring.Component):
     # multiplexers on ECP5):
     #
     #   A  population count of each group of four worker bits; per line:
-    #      the output code (format, or identity), the margin limit; pattern
-    #      table halves TH[j][h] = (j mod P) < K for P = 8h + P[2:0]
-    #   B  the sign count c (pairs of 4-bit counts added); the pattern
-    #      table shifted by phase[0]: U[m] = T[m + phase[0]], and all ones
-    #      when the pattern gate does not apply
+    #      the output code (format, or identity), the margin limit
+    #   B  the sign count c (pairs of 4-bit counts added)
     #   C  each output bit before gating, t = raw bit or lane value by
     #      format (c, code and the raw bit); the margin drop |c - W/2| <
-    #      ceil(T/2) (c and the limit); the pattern shifted by phase[2:1]:
-    #      V[m] = U[m + 2 * phase[2:1]]
-    #   D  lane i's pattern keep V[i + 8 * phase[3]]; the output bit: t, or
-    #      the gated value (W/2 in COUNT format, else 0)
+    #      ceil(T/2) (c and the limit); the pattern drop (the lane's mask
+    #      bit is 0 and the pattern gate applies)
+    #   D  the output bit: t, or the gated value (W/2 in COUNT format,
+    #      else 0)
 
     def _full_a(self, line, rep, lane):
         prof = self.profile
@@ -450,7 +433,6 @@ class Datapath(wiring.Component):
         fmt = line.pop("format")
         gate_kind = line.pop("gate_kind")
         threshold = line.pop("threshold")
-        phase = line.pop("phase")
 
         ternary = self._wire(mode == Mode.GTERNARY)
         if prof.has("gate_margin"):
@@ -471,35 +453,10 @@ class Datapath(wiring.Component):
             known = Mux(fmt == Format.SIGN, Format.SIGN, known)
         line["code"] = Mux(mode[1], known, _IDENTITY)
 
-        if prof.has("gate_pattern_programmable"):
-            # Table halves: for each entry j and h in {0, 1}, K > (j mod P)
-            # for P = 8h + P[2:0], one 7-input function each.  Written as a
-            # comparison with the selected residue (not as a table lookup,
-            # in which synthesis can see a flip-flop reset that costs a LUT
-            # on the clock-enable path).  Each group reads its own copy of
-            # K and P; the entries past the last lane have copies of their own.
-            halves = []
-            for g in range(self.groups):
-                bits = []
-                for j in self._table_entries(g):
-                    keep = rep["keep"][self._entry_copy(j)]
-                    period = rep["period"][self._entry_copy(j)]
-                    for h in range(2):
-                        residues = [j % p if p else 0 for p in range(8 * h, 8 * h + 8)]
-                        residue = Cat(*(Const(r, 4) for r in residues)).word_select(period[:3], 4)
-                        bits.append(keep > residue)
-                halves.append(Cat(*bits))
-            lane["pattern_half"] = halves
-            rep.pop("keep")
-            rep["period_top"] = [period[3] for period in rep.pop("period")]
-            line["pattern_on"] = pattern_on
-            line["phase"] = phase
-        else:
-            line["keep3"] = Cat(*(~d | ~pattern_on for d in self._drop3(phase)))
-        # Per-group copies (through the spread tree) by step C; the pattern
-        # shift's controls by step B.
-        self._spread(line, rep, *(k for k in ("code", "margin_limit", "gate_margin", "keep3",
-                                               "pattern_on", "phase") if k in line))
+        line["pattern_on"] = pattern_on
+        # Per-group copies (through the spread tree) by step C.
+        self._spread(line, rep, *(k for k in ("code", "margin_limit", "gate_margin", "pattern_on")
+                                  if k in line))
 
         counts = []
         for data in lane["data"]:
@@ -552,27 +509,6 @@ class Datapath(wiring.Component):
             sums.append(Cat(*ss))
         lane["sum"] = sums
 
-        if "pattern_half" in lane:
-            # U[m] = T[m + phase[0]], T[j] the half that P[3] selects; all
-            # ones (keep) when the pattern gate does not apply.  Seven inputs.
-            halves = lane.pop("pattern_half")
-            top = rep.pop("period_top")
-            # V[m] reads U up to m + 6.
-            last = self._last_v_entry + 6
-            shifted = []
-            for g in range(self.groups):
-                bits = []
-                for m in self._table_entries(g):
-                    if m > last:
-                        break
-                    sel = top[self._entry_copy(m)]
-                    t0 = self._pattern_window(halves, m, 1, width=2).bit_select(sel, 1)
-                    t1 = self._pattern_window(halves, m + 1, 1, width=2).bit_select(sel, 1)
-                    bits.append(~rep["pattern_on"][g] | Mux(rep["phase"][g][0], t1, t0))
-                shifted.append(Cat(*bits))
-            lane["pattern_u"] = shifted
-            rep.pop("pattern_on")
-            rep["phase"] = [ph[1:] for ph in rep["phase"]]
         return line, rep, lane
 
     def _full_c(self, line, rep, lane):
@@ -605,17 +541,10 @@ class Datapath(wiring.Component):
         # A gated lane reads W/2 in COUNT format, 0 otherwise.
         rep["gated_half"] = [code == Format.COUNT for code in codes]
 
-        if "pattern_u" in lane:
-            # V[m] = U[m + 2 * phase[2:1]]: a 4:1 multiplexer, six inputs.
-            shifted = lane.pop("pattern_u")
-            last = self._last_v_entry
-            out = []
-            for g in range(self.groups):
-                sel = rep["phase"][g][:2]
-                out.append(Cat(*(self._pattern_window(shifted, m, 4, 2).bit_select(sel, 1)
-                                 for m in self._table_entries(g) if m <= last)))
-            lane["pattern_v"] = out
-            rep["phase"] = [ph[2] for ph in rep["phase"]]
+        # The pattern drop: a lane whose mask bit is 0, when the gate applies.
+        pattern_on = rep.pop("pattern_on")
+        lane["pattern_drop"] = [pattern_on[g].replicate(len(mask)) & ~mask
+                                for g, mask in enumerate(lane.pop("mask"))]
         return line, rep, lane
 
     def _output_bits(self, c, code, raw):
@@ -648,22 +577,12 @@ class Datapath(wiring.Component):
         h = self._half_bit
         gated_half = rep.pop("gated_half")
         margin_drop = lane.pop("margin_drop", None)
-        if "pattern_v" in lane:
-            shifted = lane.pop("pattern_v")
-            top = rep.pop("phase")
-            keeps = [Cat(*(Mux(top[g], self._pattern_window(shifted, g * gl + i + _PHASE_TOP, 1),
-                               self._pattern_window(shifted, g * gl + i, 1))
-                           for i in range(gl)))
-                     for g in range(self.groups)]
-        else:
-            keep3 = rep.pop("keep3")
-            keeps = [Cat(*(keep3[g][(g * gl + i) % 3] for i in range(gl)))
-                     for g in range(self.groups)]
+        pattern_drop = lane.pop("pattern_drop")
         out = []
         for g, data in enumerate(lane.pop("data")):
             lanes = []
             for i in range(gl):
-                zero = ~keeps[g][i]
+                zero = pattern_drop[g][i]
                 if margin_drop is not None:
                     zero = zero | margin_drop[g][i]
                 t = self._lane(data, i, w)
@@ -682,29 +601,6 @@ class Datapath(wiring.Component):
 
     # -- helpers of the steps ------------------------------------------------------
 
-    @property
-    def _last_v_entry(self):
-        """Last entry of V that step D reads: lane E - 1 shifted by phase[3]."""
-        return self.lanes - 1 + _PHASE_TOP
-
-    @property
-    def _tail_copies(self):
-        """Extra copies of K and P for the 15 table entries past the last
-        lane, one per group's worth of entries."""
-        return -(-(_FIELD_VALUES - 1) // self._group_lanes)
-
-    def _entry_copy(self, j):
-        """Copy of K and P that pattern-table entry ``j`` reads."""
-        gl = self._group_lanes
-        return j // gl if j < self.lanes else self.groups + (j - self.lanes) // gl
-
-    def _table_entries(self, g):
-        """Pattern-table entries that group ``g`` holds: those of its lanes,
-        and in the last group the 15 past the last lane."""
-        gl = self._group_lanes
-        last = g == self.groups - 1
-        return range(g * gl, self.lanes + _FIELD_VALUES - 1 if last else (g + 1) * gl)
-
     def _distance(self, c):
         """|c - W/2| for a count c in 0..W."""
         w = self.workers
@@ -713,16 +609,6 @@ class Datapath(wiring.Component):
         below = (w // 2 - c).as_unsigned()[:width]
         above = (c - w // 2).as_unsigned()[:width]
         return (below & neg.replicate(width)) | (above & (~neg).replicate(width))
-
-    def _pattern_window(self, tables, index, span, stride=1, width=1):
-        """Fields ``index + k * stride`` (k < ``span``, ``width`` bits each) of
-        per-entry vectors held by group (one field per table entry)."""
-        gl = self._group_lanes
-        fields = []
-        for j in range(index, index + span * stride, stride):
-            owner = min(j // gl, self.groups - 1)
-            fields.append(self._lane(tables[owner], j - owner * gl, width))
-        return Cat(*fields)
 
     # -- elaboration -------------------------------------------------------------
 
@@ -733,9 +619,8 @@ class Datapath(wiring.Component):
         # One clock enable per stage and copy, ``out_ready | ~out_valid``:
         # copy g < groups serves group g, copy ``line`` the per-line
         # registers, copy ``tree<g>`` the spread tree's registers that serve
-        # groups g.. g + SPREAD_FANOUT - 1, and each of the pattern table's
-        # own K and P copies its registers.  Each (stage, copy) pair keeps its own valid chain
-        # (STAGES bits, the copy of ``out_valid`` at its end), so the enable
+        # groups g.. g + SPREAD_FANOUT - 1.  Each (stage, copy) pair keeps
+        # its own valid chain (STAGES bits, the copy of ``out_valid`` at its end), so the enable
         # that drives one stage of one copy is computed from flip-flops that
         # sit beside it: no enable net crosses the pipeline.  All chains hold
         # the same values (they load the same input under equal enables);
@@ -769,8 +654,7 @@ class Datapath(wiring.Component):
             # flip-flop's initial value is its set/reset value.
             init = value.const if isinstance(value, _Gated) else 0
             reg = Signal(len(value), name=name, reset_less=True, init=init)
-            # Copies past the last group are the pattern table's own K and P.
-            en_g = enable(s, f"kp{g - groups}" if isinstance(g, int) and g >= groups else g)
+            en_g = enable(s, g)
             if not isinstance(value, _Gated):
                 with m.If(en_g):
                     m.d.sync += reg.eq(value)
@@ -810,17 +694,12 @@ class Datapath(wiring.Component):
         line = {
             "tag": self.in_tag, "mode": self.in_mode, "format": self.in_format,
             "gate_kind": self.in_gate_kind, "threshold": self.in_gate_threshold,
-            "phase": self.in_gate_phase,
         }
         rep = {}
-        if self.profile.has("gate_pattern_programmable"):
-            # The pattern table needs these in every control group by step B.
-            for name, port in (("period", self.in_gate_period), ("keep", self.in_gate_keep)):
-                # Distinct wires: one register per group at the input.
-                rep[name] = [self._wire(port) for _ in range(self.groups + self._tail_copies)]
-        gb = self.group_bits
-        lane = {"data": [self.in_data[g * gb:(g + 1) * gb]
-                         for g in range(groups)]}
+        gb, gl = self.group_bits, self._group_lanes
+        # Each lane's mask bit travels with the lane, in its group.
+        lane = {"data": [self.in_data[g * gb:(g + 1) * gb] for g in range(groups)],
+                "mask": [self.in_gate_mask[g * gl:(g + 1) * gl] for g in range(groups)]}
         steps = self._steps()
         index = 0
         for boundary, count in enumerate(PLACEMENT[self.stages]):

@@ -12,7 +12,7 @@ from enum import IntEnum
 __all__ = [
     "LINE_BITS_CHOICES", "WORKERS_CHOICES", "STAGES_RANGE", "REGIONS_RANGE",
     "MAX_OUTSTANDING_RANGE", "DEFAULTS", "FIELD_WIDTHS",
-    "Mode", "Format", "GateKind", "FEATURES", "PROFILES", "Profile",
+    "Mode", "Format", "GateKind", "FEATURES", "CORE_FEATURES", "PROFILES", "Profile",
     "DatapathParams", "TopParams", "CXL_ADDR_BITS", "ReqOpcode", "RwdOpcode",
     "DRS_MEMDATA", "NDR_CMP", "DATAPATH_MODULE", "TOP_MODULE", "check_choice", "check_range",
 ]
@@ -36,15 +36,14 @@ DEFAULTS = {
     "max_outstanding": 32,
 }
 
-#: Widths of the per-line configuration fields on the datapath input.
+#: Widths of the per-line configuration fields on the datapath input
+#: (SPEC section 3).  The PATTERN gate's mask, ``in_gate_mask``, is one bit
+#: per lane: E = LINE_BITS / W bits (:attr:`DatapathParams.lanes`).
 FIELD_WIDTHS = {
     "mode": 2,
     "format": 2,
     "gate_kind": 1,
-    "gate_period": 4,
-    "gate_keep": 4,
     "gate_threshold": 5,
-    "gate_phase": 4,
     "tag": 16,
 }
 
@@ -70,14 +69,21 @@ class GateKind(IntEnum):
     MARGIN = 1
 
 
-#: Features of the full datapath that a reduced build may hard-wire away.
+#: Features of the full design that a reduced build may hard-wire away.
 #: Each name maps to a one-line description used in reports.
 FEATURES = {
     "format_margin": "MARGIN output format (signed vote margin a')",
     "format_sign": "SIGN output format (sgn(a') in {-1, 0, +1})",
     "gate_margin": "G-Ternary MARGIN gate kind (|a| >= T)",
-    "gate_pattern_programmable": "programmable PATTERN gate period P and keep K",
+    "gate_pattern_programmable": "programmable PATTERN gate period P and keep K "
+                                 "(the top's mask computation; the core takes any mask)",
 }
+
+#: The features the datapath core implements.  The core takes the PATTERN
+#: gate as a per-lane mask in every profile (SPEC v2 section 3), so
+#: ``gate_pattern_programmable`` concerns only the top, which computes the
+#: mask.
+CORE_FEATURES = tuple(f for f in FEATURES if f != "gate_pattern_programmable")
 
 
 @dataclass(frozen=True)
@@ -87,9 +93,12 @@ class Profile:
     A profile without some feature hard-wires the corresponding inputs at
     elaboration time: without ``format_margin``/``format_sign`` every
     low-bit lane is returned in COUNT format; without ``gate_margin``
-    G-Ternary always uses the PATTERN gate; without
-    ``gate_pattern_programmable`` the pattern is the paper's fixed 2-of-3
-    gate (P = 3, K = 2).  The gate phase stays an input in every profile.
+    G-Ternary always uses the PATTERN gate.  The datapath core takes the
+    PATTERN gate as its per-lane mask in every profile; without
+    ``gate_pattern_programmable`` the top computes that mask with the
+    paper's fixed 2-of-3 gate (P = 3, K = 2) from the line's phase, which it
+    still forms with the register's P (so the pattern's phase is that
+    phase modulo 3).
     """
     name: str
     features: frozenset = field(default_factory=frozenset)

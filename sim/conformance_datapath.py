@@ -1,8 +1,9 @@
-"""Conformance bench of ``neuron_fabric_datapath`` against SPEC section 3.
+"""Conformance bench of ``neuron_fabric_datapath`` against SPEC v2 section 3.
 
 Written from the contract only: port names and widths, the handshake and
 latency rules, and the lane values of SPEC section 2 (``conformance_common.
-line_ref``).  Parameters come from the environment: LINE_BITS, WORKERS,
+lane_ref``) with the PATTERN gate taken from ``in_gate_mask`` (bit i is
+lane i's gate m).  Parameters come from the environment: LINE_BITS, WORKERS,
 STAGES, SEED.
 
 Timing convention: inputs are driven after a falling edge; every signal is
@@ -18,7 +19,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from .conformance_common import line_ref, port_mismatches
+from .conformance_common import lane_ref, port_mismatches
 
 LINE_BITS = int(os.environ.get("LINE_BITS", "64"))
 W = int(os.environ.get("WORKERS", "4"))
@@ -26,34 +27,50 @@ STAGES = int(os.environ.get("STAGES", "1"))
 SEED = int(os.environ.get("SEED", "1"))
 E = LINE_BITS // W
 LMASK = (1 << LINE_BITS) - 1
+ALL_LANES = (1 << E) - 1
 
 PORTS = {
     "clk": 1, "rst": 1, "in_valid": 1, "in_ready": 1, "in_data": LINE_BITS,
     "in_tag": 16, "in_mode": 2, "in_format": 2, "in_gate_kind": 1,
-    "in_gate_period": 4, "in_gate_keep": 4, "in_gate_threshold": 5,
-    "in_gate_phase": 4, "out_valid": 1, "out_ready": 1, "out_data": LINE_BITS,
-    "out_tag": 16,
+    "in_gate_mask": E, "in_gate_threshold": 5,
+    "out_valid": 1, "out_ready": 1, "out_data": LINE_BITS, "out_tag": 16,
 }
 
 
-class Line:
-    __slots__ = ("data", "tag", "mode", "fmt", "kind", "period", "keep",
-                 "thresh", "phase", "check")
+def pattern_mask(period, keep, phase):
+    """SPEC section 2's PATTERN gate as a mask: bit i is m of lane i,
+    n = (phase + i) mod P, m = 0 iff n >= K."""
+    return sum(1 << i for i in range(E) if (phase + i) % period < keep)
 
-    def __init__(self, data, tag, mode, fmt=0, kind=0, period=3, keep=2,
-                 thresh=0, phase=0, check=True):
+
+def line_expected(data, mode, fmt, kind, mask, thresh):
+    """Whole output line: lane i per SPEC section 2 with the PATTERN gate
+    m = bit i of ``mask``.  ``lane_ref`` takes m as the pattern P = 1,
+    K = m (n = 0 for every lane, kept iff 0 < K)."""
+    if mode in (0, 1):
+        return data
+    lane_mask = (1 << W) - 1
+    out = 0
+    for i in range(E):
+        m = (mask >> i) & 1
+        out |= lane_ref((data >> (i * W)) & lane_mask, i, W, mode, fmt, kind,
+                        1, m, thresh, 0) << (i * W)
+    return out
+
+
+class Line:
+    __slots__ = ("data", "tag", "mode", "fmt", "kind", "mask", "thresh", "check")
+
+    def __init__(self, data, tag, mode, fmt=0, kind=0, mask=ALL_LANES, thresh=0, check=True):
         self.data, self.tag, self.mode, self.fmt = data & LMASK, tag & 0xFFFF, mode, fmt
-        self.kind, self.period, self.keep = kind, period, keep
-        self.thresh, self.phase, self.check = thresh, phase, check
+        self.kind, self.mask, self.thresh, self.check = kind, mask & ALL_LANES, thresh, check
 
     def expected(self):
-        return line_ref(self.data, LINE_BITS, W, self.mode, self.fmt, self.kind,
-                        self.period, self.keep, self.thresh, self.phase)
+        return line_expected(self.data, self.mode, self.fmt, self.kind, self.mask, self.thresh)
 
     def __repr__(self):
         return (f"Line(tag={self.tag:#x} mode={self.mode} fmt={self.fmt} kind={self.kind} "
-                f"P={self.period} K={self.keep} T={self.thresh} phase={self.phase} "
-                f"data={self.data:#x})")
+                f"mask={self.mask:#x} T={self.thresh} data={self.data:#x})")
 
 
 class Bench:
@@ -76,10 +93,8 @@ class Bench:
             d.in_mode.value = line.mode
             d.in_format.value = line.fmt
             d.in_gate_kind.value = line.kind
-            d.in_gate_period.value = line.period
-            d.in_gate_keep.value = line.keep
+            d.in_gate_mask.value = line.mask
             d.in_gate_threshold.value = line.thresh
-            d.in_gate_phase.value = line.phase
         await ReadOnly()
         self.edge += 1
         s = (int(d.in_ready.value), int(d.out_valid.value))
@@ -93,8 +108,7 @@ class Bench:
         d.in_valid.value = 0
         d.out_ready.value = 1
         for name in ("in_data", "in_tag", "in_mode", "in_format", "in_gate_kind",
-                     "in_gate_period", "in_gate_keep", "in_gate_threshold",
-                     "in_gate_phase"):
+                     "in_gate_mask", "in_gate_threshold"):
             getattr(d, name).value = 0
         for _ in range(cycles):
             await self.step(None, 1, rst=1)
@@ -168,23 +182,27 @@ def rand_data(rng):
     return v
 
 
+def rand_mask(rng):
+    """Any E-bit mask half the time, else one of SPEC section 2's patterns."""
+    if rng.random() < 0.5:
+        return rng.getrandbits(E)
+    period = rng.randint(1, 15)
+    return pattern_mask(period, rng.randint(0, period), rng.randrange(period))
+
+
 def rand_valid_fields(rng):
     mode = rng.randrange(4)
     fmt = rng.randrange(3)
     kind = rng.randrange(2)
-    period = rng.randint(1, 15)
-    keep = rng.randint(0, period)
     thresh = rng.randint(0, W)
-    phase = rng.randrange(period)
-    return dict(mode=mode, fmt=fmt, kind=kind, period=period, keep=keep,
-                thresh=thresh, phase=phase)
+    return dict(mode=mode, fmt=fmt, kind=kind, mask=rand_mask(rng), thresh=thresh)
 
 
 # ------------------------------------------------------------------ tests ----
 
 @cocotb.test()
 async def ports_and_widths(dut):
-    """Every SPEC 3 port exists with its width."""
+    """Every SPEC v2 section 3 port exists with its width (in_gate_mask: E bits)."""
     bad = port_mismatches(dut, PORTS)
     assert not bad, "; ".join(bad)
 
@@ -214,7 +232,9 @@ async def reset_in_ready_and_latency(dut):
 
 @cocotb.test()
 async def lanes_all_modes_formats_gates(dut):
-    """Lane values of SPEC 2 for every mode x format x gate kind and gate-field edges."""
+    """Lane values of SPEC 2 for every mode x format x gate kind and gate-field edges
+    (PATTERN: no lane, every lane, single lanes, random masks, and the patterns of
+    SPEC 2's P, K and phase edges)."""
     rng = random.Random(SEED * 11 + 2)
     b = Bench(dut)
     await b.reset()
@@ -238,14 +258,15 @@ async def lanes_all_modes_formats_gates(dut):
     for mode in (0, 1, 2):
         for fmt in range(3):
             fields.append(dict(mode=mode, fmt=fmt, kind=rng.randrange(2)))
+    masks = [0, ALL_LANES, 1, 1 << (E - 1), rng.getrandbits(E), rng.getrandbits(E)]
+    for period, keep in ((1, 0), (1, 1), (2, 1), (3, 2), (3, 0), (3, 3), (7, 4), (15, 15), (15, 1)):
+        for phase in sorted({0, period - 1, rng.randrange(period)}):
+            masks.append(pattern_mask(period, keep, phase))
     for fmt in range(3):
-        for period, keep in ((1, 0), (1, 1), (2, 1), (3, 2), (3, 0), (3, 3), (7, 4), (15, 15), (15, 1)):
-            for phase in sorted({0, period - 1, rng.randrange(period)}):
-                fields.append(dict(mode=3, fmt=fmt, kind=0, period=period, keep=keep,
-                                   phase=phase, thresh=rng.randint(0, W)))
+        for mask in masks:
+            fields.append(dict(mode=3, fmt=fmt, kind=0, mask=mask, thresh=rng.randint(0, W)))
         for thresh in sorted({0, 1, 2, W // 2, W - 1, W}):
-            fields.append(dict(mode=3, fmt=fmt, kind=1, thresh=thresh,
-                               period=rng.randint(1, 15), keep=0, phase=0))
+            fields.append(dict(mode=3, fmt=fmt, kind=1, thresh=thresh, mask=rng.getrandbits(E)))
     for f in fields:
         for d in (datas if W <= 8 else datas[:2]):
             lines.append(Line(d, tag, **f))
@@ -272,8 +293,9 @@ async def random_gaps_backpressure_scoreboard(dut):
 
 @cocotb.test()
 async def out_of_range_fields_do_not_disturb(dut):
-    """Out-of-range fields (format 3, P=0, K>P, phase>=P, T>W, mode 0/1 with junk) do not hang
-    the core or disturb other lines; IDENTITY/BYPASS ignore format and gate fields."""
+    """Out-of-range fields (format 3, T>W, mode 0/1 with junk) do not hang the core or
+    disturb other lines; IDENTITY/BYPASS ignore format and gate fields.  (Every mask is
+    in range.)"""
     rng = random.Random(SEED * 11 + 4)
     b = Bench(dut)
     await b.reset()
@@ -281,19 +303,14 @@ async def out_of_range_fields_do_not_disturb(dut):
     tag = 0x4000
     for k in range(300):
         f = rand_valid_fields(rng)
-        r = rng.randrange(7)
+        r = rng.randrange(5)
         junk = True
         if r == 0:
             f["fmt"] = 3
         elif r == 1:
-            f["period"] = 0
-        elif r == 2:
-            f["keep"] = rng.randint(min(f["period"] + 1, 15), 15) if f["period"] < 15 else 15
-            junk = f["keep"] > f["period"]
-        elif r == 3:
-            f["phase"] = rng.randint(f["period"], 15) if f["period"] <= 15 else 15
-        elif r == 4:
             f["thresh"] = rng.randint(W + 1, 31) if W < 31 else 31
+        elif r == 2:
+            f["fmt"], f["thresh"] = 3, rng.randint(W + 1, 31)
         else:
             junk = False
         if junk and f["mode"] in (0, 1):

@@ -2,9 +2,10 @@
 
 * :class:`LaneSpec` -- every lane of the core equals :func:`reference_lane`,
   a small Amaranth function written from SPEC section 2 (independent of
-  the core's own structure), for every input line and every configuration
-  in range; IDENTITY and BYPASS lines pass unchanged whatever the other
-  fields hold.  The line and its configuration are ``AnyConst`` and offered
+  the core's own structure), for every input line, every PATTERN mask
+  and every configuration in range; IDENTITY and BYPASS lines pass
+  unchanged whatever the other fields hold.  The line, its mask and its
+  configuration are ``AnyConst`` and offered
   in every cycle, so a bounded check a few cycles past STAGES covers all
   inputs.
 * :class:`HandshakeSpec` -- the stall logic against an ideal model of the
@@ -23,7 +24,7 @@ WORKERS STAGES`` to write and run one job under ``build/formal/``.
 import shutil
 import sys
 
-from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal
+from amaranth import Cat, Elaboratable, Module, Mux, ResetSignal, Signal
 from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
@@ -37,8 +38,10 @@ from .toolchain import BUILD
 FORMAL_BUILD = BUILD / "formal"
 
 
-def reference_lane(lane, index, workers, mode, fmt, gate_kind, period, keep, threshold, phase):
-    """SPEC section 2 for lane ``index``: the W-bit output lane.
+def reference_lane(lane, workers, mode, fmt, gate_kind, mask_bit, threshold):
+    """SPEC section 2 for one lane: the W-bit output lane.  ``mask_bit`` is
+    the lane's bit of ``in_gate_mask``, the PATTERN gate ``m`` (SPEC v2
+    section 3).
 
     Written with wide signed arithmetic, straight from the formulas.
     Defined only for configurations in range (see :func:`config_in_range`).
@@ -46,7 +49,7 @@ def reference_lane(lane, index, workers, mode, fmt, gate_kind, period, keep, thr
     w = workers
     c = sum(lane[k].as_unsigned() for k in range(w))        # sign count
     a = (c * 2).as_signed() - w                              # vote margin
-    pattern_keep = _pattern_position(phase, index, period) < keep
+    pattern_keep = mask_bit
     margin_keep = Mux(a < 0, -a, a) >= threshold
     gate = Mux(mode == Mode.GBINARY, 1,
                Mux(gate_kind == GateKind.PATTERN, pattern_keep, margin_keep))
@@ -57,17 +60,9 @@ def reference_lane(lane, index, workers, mode, fmt, gate_kind, period, keep, thr
     return Mux(mode[1], value.as_unsigned()[:w], lane)
 
 
-def _pattern_position(phase, index, period):
-    """n = (phase + index) mod P, as a table over (P, phase) evaluated in
-    Python: a solver handles a table far better than a divider."""
-    table = Array(Const((ph + index) % p if p else 0, 4)
-                  for p in range(16) for ph in range(16))
-    return table[Cat(phase, period)]
-
-
-def config_in_range(workers, fmt, period, keep, threshold, phase):
-    return ((fmt != 3) & (period >= 1) & (keep <= period) & (threshold <= workers)
-            & (phase < period))
+def config_in_range(workers, fmt, threshold):
+    """SPEC section 2's ranges of the core's fields (every mask is in range)."""
+    return (fmt != 3) & (threshold <= workers)
 
 
 class LaneSpec(Elaboratable):
@@ -82,20 +77,18 @@ class LaneSpec(Elaboratable):
         w = dut.workers
         fields = {name: AnyConst(width) for name, width in FIELD_WIDTHS.items()}
         data = AnyConst(dut.line_bits)
+        mask = AnyConst(dut.lanes)
         m.d.comb += [
             dut.in_valid.eq(1), dut.out_ready.eq(1), dut.in_data.eq(data),
             dut.in_tag.eq(fields["tag"]), dut.in_mode.eq(fields["mode"]),
             dut.in_format.eq(fields["format"]), dut.in_gate_kind.eq(fields["gate_kind"]),
-            dut.in_gate_period.eq(fields["gate_period"]),
-            dut.in_gate_keep.eq(fields["gate_keep"]),
+            dut.in_gate_mask.eq(mask),
             dut.in_gate_threshold.eq(fields["gate_threshold"]),
-            dut.in_gate_phase.eq(fields["gate_phase"]),
         ]
         m.d.comb += Assume(ResetSignal() == Initial())
         identity = ~fields["mode"][1]
-        m.d.comb += Assume(identity | config_in_range(
-            w, fields["format"], fields["gate_period"], fields["gate_keep"],
-            fields["gate_threshold"], fields["gate_phase"]))
+        m.d.comb += Assume(identity | config_in_range(w, fields["format"],
+                                                      fields["gate_threshold"]))
 
         # The same line is offered in every cycle; the first copy is
         # accepted at the end of the first cycle after reset and leaves
@@ -111,10 +104,9 @@ class LaneSpec(Elaboratable):
                 Assert(dut.out_tag == fields["tag"]),
             ]
             for i in range(dut.lanes):
-                ref = reference_lane(data[i * w:(i + 1) * w], i, w, fields["mode"],
-                                     fields["format"], fields["gate_kind"],
-                                     fields["gate_period"], fields["gate_keep"],
-                                     fields["gate_threshold"], fields["gate_phase"])
+                ref = reference_lane(data[i * w:(i + 1) * w], w, fields["mode"],
+                                     fields["format"], fields["gate_kind"], mask[i],
+                                     fields["gate_threshold"])
                 m.d.comb += Assert(dut.out_data[i * w:(i + 1) * w] == ref)
         return m
 
@@ -143,8 +135,7 @@ class HandshakeSpec(Elaboratable):
             m.d.sync += n_out.eq(n_out + 1)
 
         # Free inputs, except that each line carries its sequence number.
-        for name in ("mode", "format", "gate_kind", "gate_period", "gate_keep",
-                     "gate_threshold", "gate_phase"):
+        for name in ("mode", "format", "gate_kind", "gate_mask", "gate_threshold"):
             port = getattr(dut, f"in_{name}")
             m.d.comb += port.eq(AnySeq(len(port)))
         in_valid, out_ready = AnySeq(1), AnySeq(1)

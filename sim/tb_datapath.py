@@ -33,6 +33,7 @@ import os
 import random
 
 import cocotb
+import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb.utils import get_sim_time
@@ -44,8 +45,7 @@ from neuron_fabric.host.facts import Format, GateKind, Mode
 __all__ = ["DatapathInSource", "DatapathOutSink", "HandshakeMonitor", "Scoreboard",
            "DatapathTB", "random_config", "pauses"]
 
-CONFIG_FIELDS = ("mode", "format", "gate_kind", "gate_period", "gate_keep",
-                 "gate_threshold", "gate_phase")
+CONFIG_FIELDS = ("mode", "format", "gate_kind", "gate_mask", "gate_threshold")
 
 DatapathInBus, DatapathInTransaction, DatapathInSource, _, _ = define_stream(
     "DatapathIn", signals=["valid", "ready", "data", "tag", *CONFIG_FIELDS])
@@ -61,36 +61,38 @@ def pauses(probability, rng):
         yield rng.random() < probability
 
 
-def random_config(rng, workers, bad_fraction=0.0):
-    """A random configuration of SPEC section 2; with ``bad_fraction``
-    probability one field is pushed out of its range instead."""
-    period = rng.randint(1, 15)
+def random_config(rng, workers, lanes, bad_fraction=0.0):
+    """A random configuration of SPEC section 2 (the PATTERN mask half the
+    time from random P, K and phase, half the time random); with
+    ``bad_fraction`` probability one field is pushed out of its range
+    instead."""
+    if rng.random() < 0.5:
+        period = rng.randint(1, 15)
+        keep = golden.gate_pattern(lanes, period, rng.randint(0, period),
+                                   rng.randint(0, period - 1))
+        mask = sum(int(bit) << i for i, bit in enumerate(keep))
+    else:
+        mask = rng.getrandbits(lanes)
     cfg = {
         "mode": rng.choice(list(Mode)),
         "format": rng.choice(list(Format)),
         "gate_kind": rng.choice(list(GateKind)),
-        "gate_period": period,
-        "gate_keep": rng.randint(0, period),
+        "gate_mask": mask,
         "gate_threshold": rng.randint(0, workers),
-        "gate_phase": rng.randint(0, period - 1),
     }
     if rng.random() < bad_fraction:
-        field, value = rng.choice([
-            ("format", 3), ("gate_period", 0), ("gate_keep", 15),
-            ("gate_threshold", rng.randint(workers + 1, 31)), ("gate_phase", 15)])
+        field, value = rng.choice([("format", 3), ("gate_threshold", rng.randint(workers + 1, 31))])
         cfg[field] = value
-        if field == "gate_keep":
-            cfg["gate_period"] = rng.randint(1, 14)
     return cfg
 
 
 def _valid_config(cfg, workers):
     try:
         golden.check_config(workers, cfg["mode"], cfg["format"], cfg["gate_kind"],
-                            cfg["gate_period"], cfg["gate_keep"], cfg["gate_threshold"])
+                            threshold=cfg["gate_threshold"])
     except ValueError:
         return False
-    return cfg["gate_phase"] < cfg["gate_period"]
+    return True
 
 
 def expected_line(data, line_bits, workers, cfg):
@@ -101,9 +103,9 @@ def expected_line(data, line_bits, workers, cfg):
     if not _valid_config(cfg, workers):
         return None
     lines = golden.lines_from_ints([data], line_bits)
+    mask = np.array([(cfg["gate_mask"] >> i) & 1 for i in range(line_bits // workers)], dtype=bool)
     out = golden.transform(lines, workers, cfg["mode"], cfg["format"], cfg["gate_kind"],
-                           cfg["gate_period"], cfg["gate_keep"], cfg["gate_threshold"],
-                           cfg["gate_phase"])
+                           threshold=cfg["gate_threshold"], gate_mask=mask)
     return golden.lines_to_ints(out)[0]
 
 
@@ -251,7 +253,7 @@ class DatapathTB:
         await RisingEdge(self.dut.clk)
 
     def random_beat(self, bad_fraction):
-        cfg = random_config(self.rng, self.workers, bad_fraction)
+        cfg = random_config(self.rng, self.workers, self.line_bits // self.workers, bad_fraction)
         return DatapathInTransaction(data=self.rng.getrandbits(self.line_bits),
                                      tag=self.rng.getrandbits(16) & self.tag_mask, **cfg)
 

@@ -3,7 +3,8 @@
 
 Every lane value (all 2^W for W = 4 and 8, random values of every sign
 count for W = 16) meets every mode, format and gate kind under gate
-settings that cover the edges of SPEC section 2.  Many lanes share a line,
+settings that cover the edges of SPEC section 2 (PATTERN masks from the
+edge values of P, K and the phase, and arbitrary masks).  Many lanes share a line,
 so a few hundred cycles cover the whole matrix.  The handshake checks
 (order, tags, exact latency, one line per cycle) run on every simulation.
 """
@@ -12,6 +13,7 @@ import itertools
 import random
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
@@ -23,14 +25,22 @@ from neuron_fabric.host.facts import PROFILES, Format, GateKind, Mode
 
 @dataclass(frozen=True)
 class Config:
-    """The per-line configuration fields of the core's input."""
+    """The per-line configuration fields of the core's input; ``mask`` is
+    ``in_gate_mask`` as an integer (bit i keeps lane i)."""
     mode: int
     format: int = Format.COUNT
     gate_kind: int = GateKind.PATTERN
-    period: int = 3
-    keep: int = 2
+    mask: int = 0
     threshold: int = 0
-    phase: int = 0
+
+
+def pattern_mask(lanes, period, keep, phase):
+    """The PATTERN gate of P, K and a phase as an ``in_gate_mask`` value."""
+    return pack(golden.gate_pattern(lanes, period, keep, phase), 1)
+
+
+def mask_bits(mask, lanes):
+    return np.array([(mask >> i) & 1 for i in range(lanes)], dtype=bool)
 
 
 @dataclass
@@ -51,16 +61,18 @@ def gate_settings(w):
     ]
 
 
-def config_matrix(w):
-    """Every mode x format x gate kind; G-Ternary meets every gate setting,
-    the other modes (which ignore the gate fields) a rotating few."""
-    settings = gate_settings(w)
+def config_matrix(w, lanes, rng):
+    """Every mode x format x gate kind; G-Ternary meets every gate setting
+    (and masks of no lane, every lane, and random lanes), the other modes
+    (which ignore the gate fields) a rotating few."""
+    settings = [(pattern_mask(lanes, p, k, ph), t) for p, k, t, ph in gate_settings(w)]
+    settings += [(0, w), ((1 << lanes) - 1, 0), (rng.getrandbits(lanes), w // 2)]
     configs = []
     for n, (mode, fmt, kind) in enumerate(itertools.product(Mode, Format, GateKind)):
         chosen = settings if mode == Mode.GTERNARY else \
             [settings[(n + k) % len(settings)] for k in (0, 3, 7)]
-        for p, k, t, ph in chosen:
-            configs.append(Config(mode, fmt, kind, p, k, t, ph))
+        for mask, t in chosen:
+            configs.append(Config(mode, fmt, kind, mask, t))
     return configs
 
 
@@ -69,13 +81,12 @@ def pack(values, w):
 
 
 def golden_lines(datas, line_bits, w, cfg, profile=PROFILES["full"]):
-    """Golden read responses for lines (Python ints) under ``cfg`` as a build
-    of ``profile`` applies it."""
-    fmt, kind, period, keep = profile.effective(cfg.format, cfg.gate_kind,
-                                                cfg.period, cfg.keep)
+    """Golden read responses for lines (Python ints) under ``cfg`` as a core
+    of ``profile`` applies it (every profile's core applies the mask)."""
+    fmt, kind, _, _ = profile.effective(cfg.format, cfg.gate_kind, 3, 2)
     lines = golden.lines_from_ints(datas, line_bits)
-    out = golden.transform(lines, w, cfg.mode, fmt, kind, period, keep,
-                           cfg.threshold, cfg.phase)
+    out = golden.transform(lines, w, cfg.mode, fmt, kind, threshold=cfg.threshold,
+                           gate_mask=mask_bits(cfg.mask, line_bits // w))
     return golden.lines_to_ints(out)
 
 
@@ -126,7 +137,7 @@ def simulate(dut, beats, *, seed=0, valid_prob=1.0, ready_prob=1.0):
                 ctx.set(dut.in_tag, pending.tag)
                 for name in ("mode", "format", "gate_kind"):
                     ctx.set(getattr(dut, f"in_{name}"), getattr(cfg, name))
-                for name in ("period", "keep", "threshold", "phase"):
+                for name in ("mask", "threshold"):
                     ctx.set(getattr(dut, f"in_gate_{name}"), getattr(cfg, name))
             ctx.set(dut.in_valid, pending is not None)
             ready = rng.random() < ready_prob
@@ -185,7 +196,8 @@ def check_results(dut, results, *, exact_latency):
 ])
 def test_every_lane_value_mode_format_gate(line_bits, workers, stages):
     rng = random.Random(line_bits * workers + stages)
-    beats = matrix_beats(line_bits, workers, rng, config_matrix(workers))
+    beats = matrix_beats(line_bits, workers, rng,
+                         config_matrix(workers, line_bits // workers, rng))
     if workers == 16:
         assert len(beats) * line_bits // 16 >= 4096
     dut = Datapath(line_bits=line_bits, workers=workers, stages=stages)
@@ -196,30 +208,30 @@ def test_every_lane_value_mode_format_gate(line_bits, workers, stages):
 
 def test_paper_profile():
     """A reduced build returns what the golden model gives for the
-    configuration the profile hard-wires (``Profile.effective``)."""
+    configuration the profile hard-wires (``Profile.effective``); its core
+    applies any PATTERN mask, as every profile's does."""
     w, line_bits = 8, 128
     profile = PROFILES["paper"]
     rng = random.Random(7)
-    # The paper build's gate period is 3 whatever P says, so the phase
-    # must be a valid phase for P = 3.
-    configs = [Config(c.mode, c.format, c.gate_kind, c.period, c.keep, c.threshold,
-                      c.phase % 3) for c in config_matrix(w)]
-    beats = matrix_beats(line_bits, w, rng, configs, profile)
+    beats = matrix_beats(line_bits, w, rng, config_matrix(w, line_bits // w, rng), profile)
     dut = Datapath(line_bits=line_bits, workers=w, stages=3, profile="paper")
     check_results(dut, simulate(dut, beats), exact_latency=True)
 
 
-def random_config(rng, w):
+def random_config(rng, w, lanes):
+    """A random configuration; the mask half the time from random P, K and
+    phase, half the time random."""
     p = rng.randint(1, 15)
+    mask = pattern_mask(lanes, p, rng.randint(0, p), rng.randint(0, p - 1)) \
+        if rng.random() < 0.5 else rng.getrandbits(lanes)
     return Config(rng.choice(list(Mode)), rng.choice(list(Format)),
-                  rng.choice(list(GateKind)), p, rng.randint(0, p),
-                  rng.randint(0, w), rng.randint(0, p - 1))
+                  rng.choice(list(GateKind)), mask, rng.randint(0, w))
 
 
 def random_beats(rng, line_bits, w, n):
     beats = []
     for i in range(n):
-        cfg = random_config(rng, w)
+        cfg = random_config(rng, w, line_bits // w)
         data = rng.getrandbits(line_bits)
         beats.append(Beat(data, rng.getrandbits(16), cfg,
                           golden_lines([data], line_bits, w, cfg)[0]))
@@ -287,19 +299,21 @@ def test_not_ready_in_reset():
 
 # -- out-of-range fields -----------------------------------------------------
 
-def out_of_range_configs(w):
-    """Field values outside SPEC section 2, each in a transforming mode."""
+def out_of_range_configs(w, lanes):
+    """Field values outside SPEC section 2 (format 3, T > W), each in a
+    transforming mode; every mask is in range."""
+    every, some = (1 << lanes) - 1, pattern_mask(lanes, 3, 2, 1)
     bad = []
     for mode in (Mode.GBINARY, Mode.GTERNARY):
         bad += [
-            Config(mode, 3, GateKind.PATTERN, 3, 2, 0, 0),
-            Config(mode, Format.COUNT, GateKind.PATTERN, 0, 0, 0, 0),
-            Config(mode, Format.MARGIN, GateKind.PATTERN, 0, 5, 2, 7),
-            Config(mode, Format.SIGN, GateKind.PATTERN, 3, 5, 0, 1),
-            Config(mode, Format.MARGIN, GateKind.MARGIN, 3, 2, w + 1, 0),
-            Config(mode, Format.COUNT, GateKind.MARGIN, 15, 15, 31, 0),
-            Config(mode, Format.SIGN, GateKind.PATTERN, 3, 2, 0, 3),
-            Config(mode, Format.COUNT, GateKind.PATTERN, 1, 1, 0, 15),
+            Config(mode, 3, GateKind.PATTERN, some, 0),
+            Config(mode, 3, GateKind.PATTERN, 0, 0),
+            Config(mode, 3, GateKind.MARGIN, every, 2),
+            Config(mode, 3, GateKind.MARGIN, some, 31),
+            Config(mode, Format.MARGIN, GateKind.MARGIN, some, w + 1),
+            Config(mode, Format.COUNT, GateKind.MARGIN, every, 31),
+            Config(mode, Format.SIGN, GateKind.PATTERN, 0, 31),
+            Config(mode, Format.COUNT, GateKind.PATTERN, some, w + 1),
         ]
     return bad
 
@@ -310,10 +324,11 @@ def test_out_of_range_fields_disturb_nothing(stages):
     and leave the lines before and after them right.  In IDENTITY and
     BYPASS the fields are ignored, so those lines pass unchanged."""
     w, line_bits = 8, 64
+    lanes = line_bits // w
     rng = random.Random(stages)
     beats = []
-    for bad in out_of_range_configs(w):
-        for cfg in (random_config(rng, w), bad, random_config(rng, w)):
+    for bad in out_of_range_configs(w, lanes):
+        for cfg in (random_config(rng, w, lanes), bad, random_config(rng, w, lanes)):
             data = rng.getrandbits(line_bits)
             exp = golden_lines([data], line_bits, w, cfg)[0] if cfg is not bad else None
             beats.append(Beat(data, len(beats), cfg, exp))

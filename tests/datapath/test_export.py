@@ -1,4 +1,4 @@
-"""The Verilog export: command line, errors, and the port list of SPEC
+"""The Verilog export: command line, errors, and the port list of SPEC v2
 section 3 for every parameter set."""
 
 import itertools
@@ -15,15 +15,14 @@ from neuron_fabric.host.facts import DATAPATH_MODULE
 EXPORT = pathlib.Path(sys.executable).parent / "neuron-fabric-export"
 
 
-def spec_ports(line_bits):
-    """SPEC section 3, typed from the SPEC text: name -> (direction, width)."""
+def spec_ports(line_bits, workers):
+    """SPEC v2 section 3, typed from the SPEC text: name -> (direction, width)."""
     return {
         "clk": ("input", 1), "rst": ("input", 1),
         "in_valid": ("input", 1), "in_ready": ("output", 1),
         "in_data": ("input", line_bits), "in_tag": ("input", 16),
         "in_mode": ("input", 2), "in_format": ("input", 2), "in_gate_kind": ("input", 1),
-        "in_gate_period": ("input", 4), "in_gate_keep": ("input", 4),
-        "in_gate_threshold": ("input", 5), "in_gate_phase": ("input", 4),
+        "in_gate_mask": ("input", line_bits // workers), "in_gate_threshold": ("input", 5),
         "out_valid": ("output", 1), "out_ready": ("input", 1),
         "out_data": ("output", line_bits), "out_tag": ("output", 16),
     }
@@ -78,7 +77,7 @@ def test_cli_writes_the_datapath(tmp_path):
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "neuron_fabric_datapath.v").read_text()
-    assert module_ports(text, DATAPATH_MODULE) == spec_ports(64)
+    assert module_ports(text, DATAPATH_MODULE) == spec_ports(64, 4)
 
 
 QUICK = [(64, 4, 1, "full"), (512, 8, 5, "full"), (512, 8, 5, "paper"), (1024, 16, 8, "full")]
@@ -94,4 +93,4 @@ assert set(PROFILES) == {"full", "paper"}
     pytest.param(*params, marks=pytest.mark.slow) for params in SWEEP])
 def test_ports_match_spec(export_datapath, line_bits, workers, stages, profile):
     text = export_datapath(line_bits, workers, stages, profile).read_text()
-    assert module_ports(text, DATAPATH_MODULE) == spec_ports(line_bits)
+    assert module_ports(text, DATAPATH_MODULE) == spec_ports(line_bits, workers)
