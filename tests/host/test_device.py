@@ -13,7 +13,8 @@ from neuron_fabric.host.device import Device, PoisonError, Response
 from neuron_fabric.host.driver import BusError, Driver
 from neuron_fabric.host.facts import (DRS_MEMDATA, NDR_CMP, Format, GateKind, Mode, ReqOpcode,
                                       RwdOpcode, TopParams)
-from neuron_fabric.host.regmap import STATUS_BITS, RegisterMap, cfg_encode
+from neuron_fabric.host.regmap import (STATUS_BITS, VERSION_MAJOR, VERSION_MINOR, RegisterMap,
+                                      cfg_encode)
 
 DEFAULT = TopParams()
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
@@ -83,7 +84,8 @@ def test_reset_values(params):
     dev = Device(params)
     rmap = RegisterMap(params)
     # SPEC 4.4, written out: DEFAULT_CFG = BYPASS, COUNT, PATTERN, P=3, K=2, T=0
-    hand = {"ID": 0x4E464142, "VERSION": 0x0001_0000, "DEFAULT_CFG": 0x0000_2300, "STATUS": 0,
+    hand = {"ID": 0x4E464142, "VERSION": VERSION_MAJOR << 16 | VERSION_MINOR,
+            "DEFAULT_CFG": 0x0000_2300, "STATUS": 0,
             "CAPS0": params.line_bits | params.workers << 16 | params.stages << 24,
             "CAPS1": params.regions | params.max_outstanding << 8}
     for reg in rmap.registers:
