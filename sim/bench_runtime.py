@@ -24,7 +24,7 @@ from neuron_fabric.host import golden
 from neuron_fabric.host.cli import ArgumentParser
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.facts import GateKind, Mode, TopParams
+from neuron_fabric.host.facts import TopParams
 from neuron_fabric.host.runtime import G_BINARY, G_BINARY_MARGIN, G_TERNARY, GradientRuntime
 
 CASES = [

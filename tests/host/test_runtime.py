@@ -8,11 +8,10 @@ import asyncio
 import numpy as np
 import pytest
 
-from neuron_fabric.host import golden, runtime
+from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.host.facts import Format, GateKind, Mode, TopParams
-from neuron_fabric.host.regmap import COUNTERS
 from neuron_fabric.host.runtime import (FP32, G_BINARY, G_BINARY_MARGIN, G_TERNARY,
                                         GradientRuntime, GroupPolicy, g_ternary_margin)
 from neuron_fabric.host.traffic import ParameterGroups, traffic_ratio
