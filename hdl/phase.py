@@ -1,4 +1,5 @@
-"""Gate phase of a line: ``(line_index * E) mod P`` for a run-time P in 1..15.
+"""Gate phase of a line, ``(line_index * E) mod P`` for a run-time P in 1..15,
+and the PATTERN gate mask the datapath core takes (SPEC v2 section 3).
 
 A division by a run-time P would be a long combinational path, so the
 residue of the line index is formed for the moduli 5, 7, 9, 11 and 13 (the
@@ -7,18 +8,28 @@ modulo 8 is the low three bits, and each P then combines the residues it
 needs (Chinese remainder theorem) with the factor E in one small table.
 The tree is split into steps so that the caller can put pipeline registers
 between them.
+
+The mask is periodic in the lane index: lane ``i`` is kept iff
+``(phase + i) mod P < K``, i.e. ``mask[i] = T[i + phase]`` for the table
+``T[u] = (u mod P) < K``.  :func:`pattern_table` forms ``T`` from P and K
+alone (each bit a function of eight bits), so it can be computed beside
+the phase; :func:`gate_mask` then selects each lane's bit by the phase (a
+16:1 multiplexer per lane).
 """
 
 from math import gcd
 
-from amaranth import Cat, Mux, Signal
+from amaranth import Cat, Const, Mux, Signal
 
-__all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "phase_lookup", "phase_reference"]
+__all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "phase_lookup", "phase_reference",
+           "pattern_table", "gate_mask"]
 
 #: Moduli whose residues the trees compute.
 MODULI = (5, 7, 9, 11, 13)
 PERIOD_MAX = 15
 _LEAF_BITS = 4
+#: Values a 4-bit phase can take: the table reaches 15 entries past the last lane.
+_PHASES = 16
 
 
 def phase_reference(line_index, lanes, period):
@@ -99,3 +110,23 @@ def phase_lookup(m, low_bits, residues, period, lanes):
                                 m.d.comb += phase.eq(value)
         # P = 1 (and the rejected P = 0) give phase 0.
     return phase
+
+
+def pattern_table(period, keep, lanes):
+    """``T[u] = (u mod P) < K`` for ``u`` in ``0 .. E + 14``, for a run-time
+    P in 1..15 and K in 0..P (``period``, ``keep``: Values); with ints, the
+    constant table of a fixed pattern."""
+    length = lanes + _PHASES - 1
+    if isinstance(period, int):
+        return Const(sum(1 << u for u in range(length) if u % period < keep), length)
+    bits = []
+    for u in range(length):
+        residues = Cat(*(Const(u % q if q else 0, 4) for q in range(PERIOD_MAX + 1)))
+        bits.append(keep > residues.word_select(period, 4))
+    return Cat(*bits)
+
+
+def gate_mask(table, phase, lanes):
+    """The PATTERN gate mask, bit ``i`` = ``T[i + phase]`` (SPEC section 2:
+    lane ``i`` kept iff ``(phase + i) mod P < K``)."""
+    return Cat(*(table[i:i + _PHASES].bit_select(phase, 1) for i in range(lanes)))

@@ -6,7 +6,8 @@ Structure
 ::
 
     M2S Req -> S1 accept -> S2 region match -> S3 select config
-            -> S4 line index -> S5..S7 gate phase -> tail
+            -> S4 line index -> S5..S7 gate phase (and the pattern table)
+            -> S8 gate mask -> tail
                tail: read   -> read ID, in-flight table entry, AR queue
                      MemInv -> NDR queue (Req)
     M2S RwD -> W1 accept -> write ID, AW/W queue   |  dropped -> NDR queue (RwD)
@@ -15,8 +16,18 @@ Structure
     AXI B   -> B1 (+ table entry) -> NDR arbiter (with both NDR queues) -> NDR queue
 
 Every output channel leaves from a queue or register, and every ``ready``
-the block drives depends on registers only.  The request pipeline S1..S7
+the block drives depends on registers only.  The request pipeline S1..S8
 moves under one enable (``en = tail empty or tail leaving``).
+
+The datapath core takes the PATTERN gate as a mask of one bit per lane
+(SPEC v2 section 3).  The request pipeline computes it from the region's P
+and K and the line's phase (:mod:`.phase`): the table ``(u mod P) < K``
+beside the phase in S7, each lane's bit selected by the phase in S8.  The
+read's in-flight table entry holds the mask, so when the line returns from
+memory the core's inputs come straight from the entry.  Without the
+``gate_pattern_programmable`` feature (the paper profile) the table is the
+constant of the fixed 2-of-3 gate (P = 3, K = 2) and the phase (formed with
+the register's P) selects from it.
 
 Reads and writes have separate ID spaces (AXI numbers them separately) of
 MAX_OUTSTANDING IDs each; one occupancy counter keeps reads + writes in
@@ -34,8 +45,8 @@ from .csr import AXIL_PORTS, CfgLayout, ControlRegisters, OKAY
 from .datapath import Datapath
 from .inflight import IdPool
 from neuron_fabric.host.facts import Mode
-from .phase import leaves, phase_lookup, reduce, MODULI
-from neuron_fabric.host.facts import (CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, TOP_MODULE,
+from .phase import gate_mask, leaves, pattern_table, phase_lookup, reduce, MODULI
+from neuron_fabric.host.facts import (CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFILES, TOP_MODULE,
                                       ReqOpcode, RwdOpcode, TopParams)
 
 __all__ = ["Top", "devload_level"]
@@ -43,6 +54,14 @@ __all__ = ["Top", "devload_level"]
 
 # What the tail of the request pipeline does with a request.
 _KIND_READ, _KIND_CMP, _KIND_UNSUPPORTED, _KIND_DROP = range(4)
+
+#: The fixed PATTERN gate of a build without ``gate_pattern_programmable``
+#: (the paper's 2-of-3 gate): P, K.
+_FIXED_PATTERN = (3, 2)
+
+#: CFG fields a read needs when its line returns (the datapath's inputs
+#: but for the mask, which replaces P, K and the phase).
+_READ_CFG_FIELDS = ("mode", "format", "gate_kind", "threshold")
 
 
 def devload_level(in_flight, max_outstanding):
@@ -170,7 +189,9 @@ class Top(wiring.Component):
         rpool = m.submodules.read_ids = IdPool(size=n, id_bits=idw)
         wpool = m.submodules.write_ids = IdPool(size=n, id_bits=idw)
 
-        entry_layout = data.StructLayout({"tag": 16, "cfg": CfgLayout, "phase": 4})
+        entry_layout = data.StructLayout({
+            "tag": 16, **{name: CfgLayout[name].shape for name in _READ_CFG_FIELDS},
+            "mask": p.lanes})
         rtab = m.submodules.read_table = Memory(shape=entry_layout, depth=n, init=[])
         wtab = m.submodules.write_table = Memory(shape=16, depth=n, init=[])
         rtab_w, rtab_r = rtab.write_port(), rtab.read_port(domain="sync")
@@ -203,7 +224,7 @@ class Top(wiring.Component):
                     Mux(4 * in_flight_next >= n, 1, 0))))
         m.d.comb += [self.s2m_drs_devload.eq(devload), self.s2m_ndr_devload.eq(devload)]
 
-        # -- request pipeline S1..S7 -------------------------------------------
+        # -- request pipeline S1..S8 -------------------------------------------
         en = Signal()
         pipe = _Pipe(m, en)
         m.d.comb += self.m2s_req_ready.eq(en & ~csr.write_pending)
@@ -262,7 +283,16 @@ class Top(wiring.Component):
         final = {q: reduce(vals, q)[0] for q, vals in residues_of(s6).items()}
         s6_cfg = data.View(CfgLayout, s6["cfg"])
         phase = phase_lookup(m, s6["low"], final, s6_cfg.period, p.lanes)
-        tail_valid, tail = pipe.stage("s7", s6_valid, {**passing(s6), "phase": phase})
+        if PROFILES[p.profile].has("gate_pattern_programmable"):
+            s7_valid, s7 = pipe.stage("s7", s6_valid, {
+                **passing(s6), "phase": phase,
+                "table": pattern_table(s6_cfg.period, s6_cfg.keep, p.lanes)})
+            table = s7["table"]
+        else:
+            s7_valid, s7 = pipe.stage("s7", s6_valid, {**passing(s6), "phase": phase})
+            table = pattern_table(*_FIXED_PATTERN, p.lanes)
+        tail_valid, tail = pipe.stage("s8", s7_valid, {
+            **passing(s7), "mask": gate_mask(table, s7["phase"], p.lanes)})
         tail_cfg = data.View(CfgLayout, tail["cfg"])
 
         # -- tail: issue reads, queue completions --------------------------------
@@ -279,8 +309,8 @@ class Top(wiring.Component):
             rtab_w.en.eq(r_alloc),
             rtab_w.addr.eq(rpool.alloc_id),
             rtab_w.data.tag.eq(tail["tag"]),
-            rtab_w.data.cfg.eq(tail["cfg"]),
-            rtab_w.data.phase.eq(tail["phase"]),
+            *(getattr(rtab_w.data, name).eq(getattr(tail_cfg, name)) for name in _READ_CFG_FIELDS),
+            rtab_w.data.mask.eq(tail["mask"]),
             arq.w_en.eq(r_alloc),
             arq.w_data.eq(Cat(rpool.alloc_id, tail["addr"])),
             req_cmp.w_en.eq(tail_valid & is_cmp),
@@ -373,18 +403,16 @@ class Top(wiring.Component):
                          r1_err.eq(self.m_axi_rresp != OKAY)]
         rd_err = r_free & (self.m_axi_rresp != OKAY)
         entry = rtab_r.data
-        r1_bypass = (entry.cfg.mode == Mode.BYPASS) | r1_err
+        r1_bypass = (entry.mode == Mode.BYPASS) | r1_err
         m.d.comb += [
             dp.in_valid.eq(r1_valid & ~r1_bypass),
             dp.in_data.eq(r1_data),
             dp.in_tag.eq(entry.tag),
-            dp.in_mode.eq(entry.cfg.mode),
-            dp.in_format.eq(entry.cfg.format),
-            dp.in_gate_kind.eq(entry.cfg.gate_kind),
-            dp.in_gate_period.eq(entry.cfg.period),
-            dp.in_gate_keep.eq(entry.cfg.keep),
-            dp.in_gate_threshold.eq(entry.cfg.threshold),
-            dp.in_gate_phase.eq(entry.phase),
+            dp.in_mode.eq(entry.mode),
+            dp.in_format.eq(entry.format),
+            dp.in_gate_kind.eq(entry.gate_kind),
+            dp.in_gate_mask.eq(entry.mask),
+            dp.in_gate_threshold.eq(entry.threshold),
         ]
 
         # DRS arbiter: round robin between the bypass route and the datapath.

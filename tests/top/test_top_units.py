@@ -1,6 +1,6 @@
 """Fast checks of the top's pieces: register map against SPEC 4.4, generated
-docs up to date, driver validation, gate-phase logic and the ID free list
-(Amaranth simulator)."""
+docs up to date, driver validation, gate-phase and gate-mask logic and the
+ID free list (Amaranth simulator)."""
 
 import asyncio
 import pathlib
@@ -13,7 +13,8 @@ from amaranth.sim import Simulator
 from neuron_fabric.host.driver import BusError, CfgError, Driver
 from neuron_fabric.hdl.inflight import IdPool
 from neuron_fabric.host.facts import Format, GateKind, Mode
-from neuron_fabric.hdl.phase import MODULI, leaves, phase_lookup, reduce
+from neuron_fabric.hdl.phase import MODULI, gate_mask, leaves, pattern_table, phase_lookup, reduce
+from neuron_fabric.host import golden
 from neuron_fabric.host.facts import TopParams
 from neuron_fabric.host.regmap import RegisterMap, markdown
 from neuron_fabric.hdl.top import devload_level
@@ -158,6 +159,39 @@ def test_phase_logic(width, lanes):
     sim.add_testbench(bench)
     sim.run()
     assert set(MODULI) == {5, 7, 9, 11, 13}
+
+
+@pytest.mark.parametrize("lanes", [4, 64])
+def test_gate_mask_logic(lanes):
+    """The mask the top hands the core, for every P, K and phase, against
+    the golden model's gate_pattern (SPEC section 2)."""
+    m = Module()
+    period, keep, phase = Signal(4), Signal(4), Signal(4)
+    mask = Signal(lanes)
+    fixed = Signal(lanes)
+    m.d.comb += [mask.eq(gate_mask(pattern_table(period, keep, lanes), phase, lanes)),
+                 fixed.eq(gate_mask(pattern_table(3, 2, lanes), phase, lanes))]
+
+    def as_int(bits):
+        return sum(int(b) << i for i, b in enumerate(bits))
+
+    async def bench(ctx):
+        for p in range(1, 16):
+            ctx.set(period, p)
+            for k in range(p + 1):
+                ctx.set(keep, k)
+                for ph in range(p):
+                    ctx.set(phase, ph)
+                    assert ctx.get(mask) == as_int(golden.gate_pattern(lanes, p, k, ph)), \
+                        (p, k, ph)
+        # The fixed 2-of-3 gate takes any 4-bit phase modulo 3.
+        for ph in range(16):
+            ctx.set(phase, ph)
+            assert ctx.get(fixed) == as_int(golden.gate_pattern(lanes, 3, 2, ph % 3)), ph
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 # -- ID free list (Amaranth simulator) ------------------------------------------------
