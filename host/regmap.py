@@ -22,7 +22,7 @@ __all__ = [
 
 #: Value of the ID register: ASCII "NFAB".
 ID_VALUE = 0x4E464142
-VERSION_MAJOR = 1
+VERSION_MAJOR = 2
 VERSION_MINOR = 0
 
 DATA_BITS = 32
