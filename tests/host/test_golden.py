@@ -245,6 +245,22 @@ def test_encode_then_count_gives_positive_votes(workers, line_bits):
     assert np.all(signs[n:] == -1)              # padding: every worker non-positive
 
 
+@pytest.mark.parametrize("workers, line_bits", list(itertools.product([4, 8, 16], [64, 512, 1024])))
+def test_encode_places_each_sign_at_its_lane_bit(workers, line_bits):
+    """Line bit i*W + k (byte n // 8, bit n % 8) is worker k's sign of element i."""
+    rng = np.random.default_rng(7 * line_bits + workers)
+    n = 2 * (line_bits // workers) + 3
+    grads = rng.standard_normal((workers, n)).astype(np.float32)
+    lines = golden.encode_signs(grads, line_bits)
+    flat = lines.reshape(-1)
+    for i in range(0, n, 5):
+        for k in range(workers):
+            bit = i * workers + k
+            assert (flat[bit // 8] >> (bit % 8)) & 1 == int(grads[k, i] > 0)
+    pad = slice(n * workers, flat.size * 8)
+    assert not np.unpackbits(flat, bitorder="little")[pad].any()
+
+
 def test_decode_margin_is_signed():
     line = one_lane_line([0b0000_0001, 0xFF], 8)
     margin = golden.decode(golden.transform(line, 8, Mode.GBINARY, Format.MARGIN), 8,
