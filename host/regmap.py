@@ -12,7 +12,7 @@ counters and region registers are arrays, and region registers exist only for
 
 from dataclasses import dataclass, field as dc_field
 
-from .facts import CXL_ADDR_BITS, Format, GateKind, Mode, TopParams
+from .facts import CXL_ADDR_BITS, Format, GateKind, Mode, TopParams, check_range
 
 __all__ = [
     "Field", "Register", "RegisterMap", "CFG_FIELDS", "STATUS_BITS",

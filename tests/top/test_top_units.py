@@ -229,3 +229,11 @@ def test_id_pool_hands_out_each_id_once():
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_register_map_region_lookup():
+    regs = RegisterMap(TopParams(regions=2))
+    assert regs.region(1, "CFG").offset == 0x100 + 0x20 * 1
+    assert regs.region(0, "LIMIT_HI").offset == 0x110
+    with pytest.raises(ValueError, match="2"):
+        regs.region(2, "CFG")
