@@ -566,7 +566,7 @@ class ControlPlane:
 
         FP32 is the host mean, which needs no device; a group whose region
         could not be released is put on the host path by
-        :func:`_host_fp32`, so no group is left in an unknown mode.
+        :meth:`GradientRuntime.host_fp32`, so no group is left in an unknown mode.
         """
         self.faults.append(ControlFault(self._step, error))
         self._pending.clear()
@@ -575,7 +575,7 @@ class ControlPlane:
             try:
                 await self.runtime.set_policy(g, runtime.FP32)
             except Exception:   # recorded above; FP32 must hold on the host anyway
-                _host_fp32(self.runtime, g)
+                self.runtime.host_fp32(g)
             self.modes[g] = FP32
         try:
             await self.driver.set_default(Mode.BYPASS)
@@ -621,10 +621,3 @@ class ControlPlane:
             self._admitted_once = True
             self._schedule(step + 1, split, reason)
         self.commander.clear_diagnostics()
-
-
-def _host_fp32(rt, group):
-    """Put ``group`` on the runtime's host FP32 path without touching the
-    device (its region could not be released after a fault).  Stop-gap until
-    :class:`GradientRuntime` offers this itself."""
-    rt._policies[group] = runtime.FP32

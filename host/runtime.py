@@ -184,6 +184,7 @@ class GradientRuntime:
         self._windows = dict(windows)
         self._policies = dict(policies)
         self._regions = {}
+        self._stranded = set()
         self._traffic = {name: GroupTraffic() for name in windows}
         self._lock = asyncio.Lock()
 
@@ -291,8 +292,21 @@ class GradientRuntime:
             del self._regions[name]
         self._policies[name] = policy
 
+    def host_fp32(self, name):
+        """Put group ``name`` on the host FP32 path without touching the device.
+
+        For a control-plane fault: the group's region (if any) could not be
+        released, so it is left as it is and never handed out again, and the
+        group's next steps are the host mean, which needs no device.
+        """
+        self._check_name(name)
+        region = self._regions.pop(name, None)
+        if region is not None:
+            self._stranded.add(region)
+        self._policies[name] = FP32
+
     def _free_region(self):
-        taken = set(self._regions.values())
+        taken = set(self._regions.values()) | self._stranded
         for r in range(self._params.regions):
             if r not in taken:
                 return r

@@ -340,3 +340,25 @@ def test_aligned_ratio_is_the_paper_accounting(workers):
     assert t["backbone"].payload_ratio() == traffic_ratio(model, {"backbone": "gbinary", "head": "gbinary"})
     assert t["total"].payload_ratio() == pytest.approx(
         traffic_ratio(model, {"backbone": "gbinary", "head": "fp32"}), rel=1e-12)
+
+
+def test_host_fp32_leaves_the_device_alone_and_strands_the_region():
+    """After a fault the control plane puts a group on the host mean: its
+    steps touch no device memory, and its region is never handed out again."""
+    params = TopParams(regions=2)
+    g = np.random.default_rng(3).standard_normal((8, 40)).astype(np.float32)
+
+    async def go():
+        dev, rt = await make({"a": 40, "b": 40}, {"a": G_BINARY, "b": FP32}, params=params)
+        stranded = rt.regions["a"]
+        rt.host_fp32("a")
+        before = [await rt._driver.read(f"COUNTER{j}_LO") for j in range(5)]
+        out = await rt.step({"a": g, "b": g})
+        after = [await rt._driver.read(f"COUNTER{j}_LO") for j in range(5)]
+        await rt.set_policy("b", G_BINARY)
+        return out, before, after, stranded, rt.regions, rt.policies
+
+    out, before, after, stranded, regions, policies = run(go())
+    assert np.array_equal(out["a"], g.mean(axis=0)) and policies["a"] == FP32
+    assert before == after                              # no read or write reached the device
+    assert "a" not in regions and regions["b"] != stranded
