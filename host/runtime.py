@@ -57,7 +57,7 @@ from . import golden
 from .facts import Format, GateKind, Mode
 from .traffic import packed_lines
 
-__all__ = ["GroupPolicy", "FP32", "G_BINARY", "G_TERNARY", "G_BINARY_MARGIN",
+__all__ = ["GroupPolicy", "FP32", "G_BINARY", "G_TERNARY", "G_TERNARY_ROTATING", "G_BINARY_MARGIN",
            "g_ternary_margin", "GroupWindow", "GroupTraffic", "GradientRuntime"]
 
 _FP32_BYTES = 4
@@ -73,6 +73,13 @@ class GroupPolicy:
     MARGIN: keep when ``|a| >= T``).  The other fields are ignored on the
     FP32 path.  IDENTITY returns the packed signs, not an aggregate, and is
     rejected.
+
+    ``rotate`` (PATTERN gate only; ours, beyond the paper) turns the group's
+    elements by ``s mod P`` lanes before they are packed at the group's step
+    ``s``, and back after the read: the PATTERN gate follows the address, so
+    without it the same elements (``j mod P >= K``) are zeroed at every step
+    and never learn; with it each element is kept in about ``K`` of every
+    ``P`` steps.  The hardware and the bytes moved are the same.
     """
     mode: Mode = Mode.BYPASS
     format: Format = Format.SIGN
@@ -80,10 +87,15 @@ class GroupPolicy:
     period: int = 3
     keep: int = 2
     threshold: int = 0
+    rotate: bool = False
 
     def __post_init__(self):
         if self.mode not in tuple(Mode) or self.mode == Mode.IDENTITY:
             raise ValueError(f"mode must be BYPASS (FP32), GBINARY or GTERNARY, not {self.mode!r}")
+        if self.rotate and not (self.mode == Mode.GTERNARY and self.gate_kind == GateKind.PATTERN):
+            raise ValueError("rotate applies to the G-Ternary PATTERN gate only, not to "
+                             f"mode {Mode(self.mode).name} with gate kind "
+                             f"{GateKind(self.gate_kind).name}")
 
     @property
     def low_bit(self):
@@ -108,6 +120,9 @@ FP32 = GroupPolicy()
 G_BINARY = GroupPolicy(Mode.GBINARY, Format.SIGN)
 #: G-Ternary with the paper's fixed 2-of-3 PATTERN gate, SIGN output.
 G_TERNARY = GroupPolicy(Mode.GTERNARY, Format.SIGN, GateKind.PATTERN, period=3, keep=2)
+#: G-Ternary with the 2-of-3 gate turned by one lane a step (ours).
+G_TERNARY_ROTATING = GroupPolicy(Mode.GTERNARY, Format.SIGN, GateKind.PATTERN, period=3, keep=2,
+                                 rotate=True)
 #: G-Binary, MARGIN output: direction ``a / W`` (the vote margin).
 G_BINARY_MARGIN = GroupPolicy(Mode.GBINARY, Format.MARGIN)
 
@@ -385,12 +400,15 @@ class GradientRuntime:
         if not policy.low_bit:
             self._traffic[name].add(fp32_up, fp32_down, fp32_up, fp32_down)
             return np.mean(g, axis=0, dtype=np.float32)
-        lines = golden.encode_signs(g, self._params.line_bits)
+        turn = self._traffic[name].steps % policy.period if policy.rotate else 0
+        lines = golden.encode_signs(np.roll(g, turn, axis=1) if turn else g,
+                                    self._params.line_bits)
         await self._port.write_lines(w.base, lines)
         resp = await self._port.read_lines(w.base, w.lines)
         moved = w.lines * w.line_bytes
         self._traffic[name].add(moved, moved, fp32_up, fp32_down)
-        return self._direction(golden.decode(resp, workers, policy.format, n), policy.format)
+        values = golden.decode(resp, workers, policy.format, n)
+        return self._direction(np.roll(values, -turn) if turn else values, policy.format)
 
     def _direction(self, values, fmt):
         if fmt == Format.SIGN:

@@ -36,7 +36,8 @@ from .policies import AGGREGATIONS, POLICIES
 __all__ = ["UNIFORM", "SPLITS", "EXPERIMENTS", "SEEDS", "plan", "run_all", "main"]
 
 #: Policies with one aggregation on every group, in report order.
-UNIFORM = ("fp32", "gbinary", "gternary", "gternary-margin", "signofmean", "gbinary-margin")
+UNIFORM = ("fp32", "gbinary", "gternary", "gternary-rotating", "gternary-margin", "signofmean",
+           "gbinary-margin")
 #: Table 6's policies, in the paper's order.
 SPLITS = ("fp32", "gbinary", "gternary", "gbinary-backbone+fp32-head",
           "gternary-backbone+fp32-head", "fp32-backbone+gbinary-head",

@@ -11,6 +11,8 @@ aggregation               direction per element
 ``fp32``                  FP32 mean of the workers' gradients
 ``gbinary``               G-Binary SIGN lane: the majority sign, 0 on a tie
 ``gternary``              G-Ternary SIGN lane, 2-of-3 PATTERN gate (the paper's)
+``gternary-rotating``     as ``gternary``, the elements turned by one lane a step so that
+                          the gate does not zero the same third at every step (ours)
 ``gternary-margin``       G-Ternary SIGN lane, MARGIN gate ``|a| >= T``
                           (T = :data:`MARGIN_THRESHOLD` for W = 8: at least 6 of 8 agree)
 ``signofmean``            sign of the FP32 mean (accuracy reference, FP32 traffic)
@@ -82,6 +84,7 @@ _RUNTIME = {
     "signofmean": runtime.FP32,
     "gbinary": runtime.G_BINARY,
     "gternary": runtime.G_TERNARY,
+    "gternary-rotating": runtime.G_TERNARY_ROTATING,
     "gbinary-margin": runtime.G_BINARY_MARGIN,
 }
 
@@ -89,6 +92,7 @@ AGGREGATIONS = {a.name: a for a in (
     Aggregation("fp32", "fp32", (0.03, 0.1, 0.3, 1.0)),
     Aggregation("gbinary", "gbinary", _SIGN_GRID),
     Aggregation("gternary", "gternary", _SIGN_GRID),
+    Aggregation("gternary-rotating", "gternary", _SIGN_GRID),
     Aggregation("gternary-margin", "gternary", _SIGN_GRID),
     Aggregation("signofmean", "fp32", _SIGN_GRID, sign_of_mean=True),
     Aggregation("gbinary-margin", "gbinary", (3e-4, 1e-3, 3e-3, 1e-2)),
@@ -128,6 +132,7 @@ POLICIES = {p.name: p for p in (
     _uniform("fp32", "FP32"),
     _uniform("gbinary", "G-Binary"),
     _uniform("gternary", "G-Ternary (2-of-3 gate)"),
+    _uniform("gternary-rotating", "G-Ternary (2-of-3 gate, rotating)"),
     _uniform("gternary-margin", "G-Ternary (margin gate)"),
     _uniform("signofmean", "SignOfMean"),
     _uniform("gbinary-margin", "G-Binary-MARGIN"),
@@ -142,9 +147,11 @@ POLICIES = {p.name: p for p in (
 #: in ``training.json``), task -> aggregation -> rate: the command line's
 #: default.  Rerun ``make train`` and copy them here when the grids change.
 TUNED_LR = {
-    "digits": {"fp32": 0.03, "gbinary": 3e-4, "gternary": 3e-4, "gternary-margin": 3e-4,
+    "digits": {"fp32": 0.03, "gbinary": 3e-4, "gternary": 3e-4, "gternary-rotating": 3e-4,
+               "gternary-margin": 3e-4,
                "signofmean": 1e-3, "gbinary-margin": 3e-4},
-    "pairs": {"fp32": 0.1, "gbinary": 1e-3, "gternary": 3e-4, "gternary-margin": 1e-3,
+    "pairs": {"fp32": 0.1, "gbinary": 1e-3, "gternary": 3e-4, "gternary-rotating": 3e-4,
+              "gternary-margin": 1e-3,
               "signofmean": 3e-4, "gbinary-margin": 3e-4},
 }
 

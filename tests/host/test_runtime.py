@@ -13,6 +13,7 @@ from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.host.facts import Format, GateKind, Mode, TopParams
 from neuron_fabric.host.runtime import (FP32, G_BINARY, G_BINARY_MARGIN, G_TERNARY,
+                                        G_TERNARY_ROTATING,
                                         GradientRuntime, GroupPolicy, g_ternary_margin)
 from neuron_fabric.host.traffic import ParameterGroups, traffic_ratio
 
@@ -362,3 +363,25 @@ def test_host_fp32_leaves_the_device_alone_and_strands_the_region():
     assert np.array_equal(out["a"], g.mean(axis=0)) and policies["a"] == FP32
     assert before == after                              # no read or write reached the device
     assert "a" not in regions and regions["b"] != stranded
+
+
+def test_rotating_pattern_gate_by_hand():
+    """Six elements, all eight workers positive, 2-of-3 gate: without rotation
+    the third and sixth element are zeroed at every step; turned by one lane a
+    step, each element is zeroed in exactly one step of three."""
+    g = grads_from_votes([8] * 6, 8)
+
+    async def go(policy):
+        _, rt = await make({"t": 6}, {"t": policy})
+        return [(await rt.step({"t": g}))["t"].tolist() for _ in range(4)]
+
+    assert run(go(G_TERNARY)) == [[1, 1, 0, 1, 1, 0]] * 4
+    assert run(go(G_TERNARY_ROTATING)) == [[1, 1, 0, 1, 1, 0], [1, 0, 1, 1, 0, 1],
+                                           [0, 1, 1, 0, 1, 1], [1, 1, 0, 1, 1, 0]]
+
+
+def test_rotation_needs_the_pattern_gate():
+    with pytest.raises(ValueError, match="PATTERN"):
+        GroupPolicy(Mode.GBINARY, Format.SIGN, rotate=True)
+    with pytest.raises(ValueError, match="PATTERN"):
+        GroupPolicy(Mode.GTERNARY, Format.SIGN, GateKind.MARGIN, threshold=4, rotate=True)

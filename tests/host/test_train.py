@@ -139,7 +139,7 @@ def test_short_experiments_through_the_report(tmp_path):
              for t in experiments.TASKS}
     configs = experiments.plan(rates, seeds=(0, 1), quick=True)
     names = {(c["task"], c["policy"]) for c in configs}
-    assert len(names) == 6 + 6 + 4
+    assert len(names) == 2 * len(experiments.UNIFORM) + 4
     runs = [train(RunConfig(**{**c, **SHORT}), progress=False)
             for c in configs if c["seed"] == 0 or c["policy"] in ("fp32", "gbinary")]
     runs += [dict(r, config=dict(r["config"], seed=1)) for r in runs
