@@ -7,7 +7,6 @@ Prints one row per (W, mode, format, gate) with the best time of
 ``build/reports/golden_bench.json``.
 """
 
-import argparse
 import json
 import pathlib
 import time
@@ -16,6 +15,8 @@ import numpy as np
 
 from neuron_fabric.host import golden
 from neuron_fabric.host.facts import Format, GateKind, Mode
+
+from .benchcli import bench_main
 
 #: (name, mode, format, gate kind, whether the gate is given as the core's
 #: per-line mask rather than as P, K and the line phases)
@@ -52,18 +53,8 @@ def bench(mib, repeat, line_bits=512, workers_list=(4, 8, 16), seed=0):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mib", type=int, default=64, help="buffer size in MiB (default %(default)s)")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per case, best kept (default %(default)s)")
-    ap.add_argument("--out", default="build/reports/golden_bench.json")
-    args = ap.parse_args(argv)
-    if args.mib < 1 or args.repeat < 1:
-        ap.error("--mib and --repeat must be at least 1")
-    rows = bench(args.mib, args.repeat)
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2))
-    print(f"wrote {out}")
+    return bench_main(bench, prog="python -m neuron_fabric.sim.bench_golden", description=__doc__.splitlines()[0],
+                      size_help="buffer size in MiB", out="build/reports/golden_bench.json", argv=argv)
 
 
 if __name__ == "__main__":

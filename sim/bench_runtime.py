@@ -21,11 +21,12 @@ import time
 import numpy as np
 
 from neuron_fabric.host import golden
-from neuron_fabric.host.cli import ArgumentParser
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.host.facts import TopParams
 from neuron_fabric.host.runtime import G_BINARY, G_BINARY_MARGIN, G_TERNARY, GradientRuntime
+
+from .benchcli import bench_main
 
 CASES = [
     ("G-Binary SIGN", G_BINARY),
@@ -93,19 +94,8 @@ def bench(mib, repeat, workers_list=(4, 8, 16), seed=0):
 
 
 def main(argv=None):
-    ap = ArgumentParser(prog="python -m neuron_fabric.sim.bench_runtime",
-                        description=__doc__.splitlines()[0])
-    ap.add_argument("--mib", type=int, default=64, help="FP32 payload per step in MiB (default %(default)s)")
-    ap.add_argument("--repeat", type=int, default=3, help="steps per case, best kept (default %(default)s)")
-    ap.add_argument("--out", default="build/reports/runtime_bench.json")
-    args = ap.parse_args(argv)
-    if args.mib < 1 or args.repeat < 1:
-        ap.error(f"--mib and --repeat must be at least 1, not {args.mib} and {args.repeat}")
-    rows = bench(args.mib, args.repeat)
-    out = pathlib.Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2))
-    print(f"wrote {out}")
+    return bench_main(bench, prog="python -m neuron_fabric.sim.bench_runtime", description=__doc__.splitlines()[0],
+                      size_help="FP32 payload per step in MiB", out="build/reports/runtime_bench.json", argv=argv)
 
 
 if __name__ == "__main__":
