@@ -7,8 +7,6 @@ Prints one row per (W, mode, format, gate) with the best time of
 ``build/reports/golden_bench.json``.
 """
 
-import json
-import pathlib
 import time
 
 import numpy as np

@@ -14,8 +14,6 @@ other work in the process.  Writes ``build/reports/runtime_bench.json``.
 """
 
 import asyncio
-import json
-import pathlib
 import time
 
 import numpy as np
