@@ -24,12 +24,12 @@ read values and ``ok`` flags, STATUS and every counter (LO and HI) after each
 batch, and the same memory at the end.  ``devload`` is not compared (the
 model is untimed).
 
-Environment: ``NF_PARAMS`` (JSON of TopParams), ``NF_SEED``, ``NF_BATCHES``.
+Parameters (the runner's ``params``, :func:`~neuron_fabric.sim.toolchain.bench_params`):
+the TopParams fields, ``seed``, ``batches``.
 """
 
 import itertools
 import logging
-import os
 import random
 from dataclasses import dataclass
 
@@ -45,8 +45,8 @@ from neuron_fabric.host.facts import (CXL_ADDR_BITS, Format, GateKind, Mode, Req
 from neuron_fabric.host.regmap import COUNTERS, RegisterMap, cfg_encode
 
 from .tb_top import (DrsBus, DrsSink, FaultyAxiRam, NdrBus, NdrSink, ReqBus, ReqSource,
-                     ReqTransaction, RwdBus, RwdSource, RwdTransaction, params_from_env,
-                     pauses)
+                     ReqTransaction, RwdBus, RwdSource, RwdTransaction, pauses, top_params)
+from .toolchain import bench_params
 
 OKAY = 0
 #: Lines the traffic uses: a pool at the bottom of memory and one near the
@@ -345,9 +345,8 @@ class Stream:
 
 @cocotb.test()
 async def test_device_model_matches_rtl(dut):
-    params = params_from_env()
-    seed = int(os.environ.get("NF_SEED", "1"))
-    batches = int(os.environ.get("NF_BATCHES", "40"))
+    params, bench = top_params(), bench_params()
+    seed, batches = bench.get("seed", 1), bench.get("batches", 40)
     tb = DeviceTB(dut, params, seed)
     stream = Stream(tb)
     await tb.reset()

@@ -2,11 +2,11 @@
 
 Expected values come from SPEC section 4, the register map, the golden model
 and the testbench's memory model (sim/tb_top.py), never from the design.
-Environment: ``NF_PARAMS`` (JSON of TopParams), ``NF_RANDOM`` (random
-transactions per traffic test), ``NF_SEED``.
+Parameters (the runner's ``params``, :func:`~neuron_fabric.sim.toolchain.bench_params`):
+the TopParams fields, ``random`` (random transactions per traffic test),
+``seed``.
 """
 
-import os
 import random
 
 import cocotb
@@ -17,21 +17,22 @@ from neuron_fabric.host.facts import Format, GateKind, Mode, ReqOpcode, RwdOpcod
 from neuron_fabric.host.regmap import (COUNTERS, ID_VALUE, RegisterMap, STATUS_BITS, VERSION_MAJOR,
                                   VERSION_MINOR, cfg_encode)
 
-from .tb_top import TopTB, params_from_env, spec_tags
+from .tb_top import TopTB, spec_tags, top_params
+from .toolchain import bench_params
 
 OKAY, SLVERR = 0, 2
 
 
 def _random_count(default):
-    return int(os.environ.get("NF_RANDOM", default))
+    return bench_params().get("random", default)
 
 
 def _seed():
-    return int(os.environ.get("NF_SEED", "1"))
+    return bench_params().get("seed", 1)
 
 
 async def _start(dut, **kwargs):
-    tb = TopTB(dut, params_from_env(), seed=_seed(), **kwargs)
+    tb = TopTB(dut, top_params(), seed=_seed(), **kwargs)
     await tb.reset()
     return tb
 
@@ -480,7 +481,7 @@ async def test_config_changes_during_traffic(dut):
 @cocotb.test()
 async def test_reorder(dut):
     """Reads answered out of order by the memory."""
-    tb = TopTB(dut, params_from_env(), seed=_seed() + 7, reorder=True)
+    tb = TopTB(dut, top_params(), seed=_seed() + 7, reorder=True)
     await tb.reset()
     await _random_config(tb, tb.rng)
     tb.set_pauses(0.2)

@@ -8,14 +8,14 @@ through AXI4-Lite by the driver, gradients through M2S RwD / Req and S2M
 DRS, :class:`RtlPort`).  The final weights must be bit-identical, the per-step modes
 equal, and the control plane must have changed modes at least twice.
 
-Environment: ``NF_PARAMS`` (JSON of TopParams), ``NF_TRAIN`` (JSON of
-LoopConfig fields), ``NF_OUT`` (where to write the result JSON).
+Parameters (the runner's ``params``, :func:`~neuron_fabric.sim.toolchain.bench_params`):
+the TopParams fields, ``train`` (LoopConfig as JSON), ``out`` (where to
+write the result JSON).
 ``python -m neuron_fabric.sim.cocotb_train`` (``make train-rtl``) builds the
 top and runs it, writing ``train_rtl.json``.
 """
 
 import json
-import os
 import time
 
 import cocotb
@@ -30,7 +30,8 @@ from neuron_fabric.host.pilots import (RTL_CONFIG, loop_config_from_json, loop_c
                                        train_loop)
 
 from .rtl_port import RtlPort
-from .tb_top import TopTB, params_from_env
+from .tb_top import TopTB, top_params
+from .toolchain import bench_params
 
 
 def _leaves(params):
@@ -39,8 +40,8 @@ def _leaves(params):
 
 @cocotb.test()
 async def test_training_matches_the_device_model(dut):
-    params = params_from_env()
-    cfg = loop_config_from_json(os.environ["NF_TRAIN"])
+    params, bench = top_params(), bench_params()
+    cfg = loop_config_from_json(bench["train"])
     tb = TopTB(dut, params)
     await tb.reset()
     port = RtlPort(tb)
@@ -62,7 +63,7 @@ async def test_training_matches_the_device_model(dut):
                   low_bit_share=rtl["low_bit_share"], test_accuracy=rtl["test"],
                   identical=all(a.tobytes() == b.tobytes() and a.dtype == b.dtype
                                 for a, b in zip(_leaves(rtl["params"]), _leaves(model["params"]))))
-    out = os.environ.get("NF_OUT")
+    out = bench.get("out")
     if out:
         with open(out, "w") as f:
             json.dump(result, f, indent=1)
@@ -84,10 +85,9 @@ def run_train_rtl(params, cfg, out):
                         top_verilog(line_bits=params.line_bits, workers=params.workers,
                                     stages=params.stages, regions=params.regions,
                                     max_outstanding=params.max_outstanding))
-    env = {"NF_PARAMS": json.dumps(params.__dict__), "NF_TRAIN": loop_config_to_json(cfg),
-           "NF_OUT": str(out)}
+    bench = dict(params.__dict__, train=loop_config_to_json(cfg), out=str(out))
     run_cocotb(sources=[src], toplevel=TOP_MODULE, test_module="neuron_fabric.sim.cocotb_train",
-               simulator="verilator", build_dir=build_dir, extra_env=env)
+               simulator="verilator", build_dir=build_dir, params=bench)
     return json.loads(out.read_text())
 
 

@@ -3,12 +3,16 @@
 * ``lane_ref`` / ``line_ref``: reference of SPEC section 2 (lane semantics),
   written from the contract text, independent of the project's golden model.
 * ``export`` / ``run_module_once``: export one parameter set under
-  ``build/conformance/<config>/`` and run a cocotb module there once per
-  pytest session (shared between xdist workers through a file lock), then
-  report per-cocotb-test results so that each one can be its own pytest item.
+  ``build/conformance/<config>/`` and run a cocotb module on it once per
+  pytest session (shared between xdist workers through a file lock), with
+  the project's one runner (:mod:`.toolchain`: shared simulator builds,
+  parameters through ``bench_params``), then report per-cocotb-test results
+  so that each one can be its own pytest item.
+* ``spec_test``: ``cocotb.test`` that first hands the run's parameters to
+  the bench (read when a test starts, not at import).
 """
 
-import fcntl
+import functools
 import os
 import pathlib
 import shutil
@@ -17,12 +21,14 @@ import sys
 import uuid
 from xml.etree import ElementTree
 
-from .toolchain import verilator_env
+from .toolchain import bench_params, build_bench, file_lock, run_bench
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CONF_BUILD = REPO / "build" / "conformance"
 
 # ---------------------------------------------------------------- SPEC 2 ----
+# Deliberate clean-room copy of SPEC section 2, independent of host/golden.py
+# (the conformance benches check the design against the contract alone).
 
 MODE_BYPASS, MODE_IDENTITY, MODE_GBINARY, MODE_GTERNARY = 0, 1, 2, 3
 FMT_COUNT, FMT_MARGIN, FMT_SIGN = 0, 1, 2
@@ -139,51 +145,41 @@ def _parse_results(xml_path):
 
 
 def run_module_once(*, name, export_kwargs, toplevel, sources, test_module,
-                    simulator, extra_env):
+                    simulator, params):
     """Export, build and run ``test_module`` once per pytest session.
 
-    Returns ``{cocotb_test_name: (status, message)}``.  All cocotb tests of
-    the module run in one simulation; concurrent callers (xdist workers)
-    wait on a lock and reuse the results.
+    ``params`` reach the bench through ``bench_params``.  Returns
+    ``{cocotb_test_name: (status, message)}``.  All cocotb tests of the
+    module run in one simulation; concurrent callers (xdist workers) wait
+    on a lock and reuse the results.
     """
     base = CONF_BUILD / name
-    base.mkdir(parents=True, exist_ok=True)
     run_dir = base / simulator
     marker = base / f"{simulator}.done"
     sid = _session_id()
-    with open(base / "lock", "w") as lock:  # one per parameter set (shared export)
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with file_lock(base / "lock"):  # one per parameter set (shared export)
         if marker.is_file() and marker.read_text() == sid:
             return _parse_results(run_dir / "results.xml")
-        # CONFORMANCE_REUSE=1 reruns the existing build (bench development)
-        reuse = os.environ.get("CONFORMANCE_REUSE") == "1" and run_dir.is_dir()
-        if not reuse:
-            vdir = export(name, **export_kwargs)
-            if run_dir.exists():
-                shutil.rmtree(run_dir)
-            run_dir.mkdir(parents=True)
-        vdir = base / "verilog"
-        srcs = [vdir / s for s in sources]
-        (run_dir / "results.xml").unlink(missing_ok=True)
-        from cocotb_tools.runner import get_runner
-        if simulator == "verilator":
-            os.environ.update(verilator_env())
-        runner = get_runner(simulator)
-        build_args = ["-Wno-fatal"] if simulator == "verilator" else []
-        runner.build(sources=[str(s) for s in srcs], hdl_toplevel=toplevel,
-                     build_dir=run_dir, timescale=("1ns", "1ps"),
-                     build_args=build_args, log_file=run_dir / "build.log",
-                     always=not reuse)
-        try:
-            runner.test(test_module=test_module, hdl_toplevel=toplevel,
-                        build_dir=run_dir, test_dir=run_dir,
-                        extra_env={k: str(v) for k, v in extra_env.items()},
-                        results_xml=str(run_dir / "results.xml"),
-                        log_file=run_dir / "sim.log")
-        except (Exception, SystemExit):  # failures are read from results.xml
-            pass
+        vdir = export(name, **export_kwargs)
+        build = build_bench([vdir / s for s in sources], toplevel, simulator)
+        results = run_bench(build=build, toplevel=toplevel, test_module=test_module,
+                            simulator=simulator, run_dir=run_dir, params=params)
         marker.write_text(sid)
-        return _parse_results(run_dir / "results.xml")
+        return _parse_results(results)
+
+
+def spec_test(configure):
+    """Decorator factory: ``cocotb.test`` whose body runs after
+    ``configure(bench_params())`` has set the bench's parameters."""
+    import cocotb
+
+    def decorate(body):
+        @functools.wraps(body)
+        async def test(dut):
+            configure(bench_params())
+            await body(dut)
+        return cocotb.test()(test)
+    return decorate
 
 
 def check_result(results, testname, where):

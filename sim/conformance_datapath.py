@@ -3,8 +3,9 @@
 Written from the contract only: port names and widths, the handshake and
 latency rules, and the lane values of SPEC section 2 (``conformance_common.
 lane_ref``) with the PATTERN gate taken from ``in_gate_mask`` (bit i is
-lane i's gate m).  Parameters come from the environment: LINE_BITS, WORKERS,
-STAGES, SEED.
+lane i's gate m).  Parameters: ``line_bits``, ``workers``, ``stages``,
+``seed`` of the runner's ``params`` (``toolchain.bench_params``), set by
+``_configure`` when each test starts.
 
 Timing convention: inputs are driven after a falling edge; every signal is
 then sampled in the read-only phase before the next rising edge, so a
@@ -12,31 +13,39 @@ sample tells exactly which beats move at that rising edge.  Edges are
 numbered by the bench.
 """
 
-import os
 import random
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from .conformance_common import lane_ref, port_mismatches
+from .conformance_common import lane_ref, port_mismatches, spec_test
 
-LINE_BITS = int(os.environ.get("LINE_BITS", "64"))
-W = int(os.environ.get("WORKERS", "4"))
-STAGES = int(os.environ.get("STAGES", "1"))
-SEED = int(os.environ.get("SEED", "1"))
-E = LINE_BITS // W
-LMASK = (1 << LINE_BITS) - 1
-ALL_LANES = (1 << E) - 1
-
-PORTS = {
-    "clk": 1, "rst": 1, "in_valid": 1, "in_ready": 1, "in_data": LINE_BITS,
-    "in_tag": 16, "in_mode": 2, "in_format": 2, "in_gate_kind": 1,
-    "in_gate_mask": E, "in_gate_threshold": 5,
-    "out_valid": 1, "out_ready": 1, "out_data": LINE_BITS, "out_tag": 16,
-}
+# The run's parameters and what follows from them: set by _configure.
+LINE_BITS = W = STAGES = SEED = E = LMASK = ALL_LANES = None
+PORTS = {}
 
 
+def _configure(params):
+    global LINE_BITS, W, STAGES, SEED, E, LMASK, ALL_LANES, PORTS
+    LINE_BITS, W = params.get("line_bits", 64), params.get("workers", 4)
+    STAGES, SEED = params.get("stages", 1), params.get("seed", 1)
+    E = LINE_BITS // W
+    LMASK = (1 << LINE_BITS) - 1
+    ALL_LANES = (1 << E) - 1
+    PORTS = {
+        "clk": 1, "rst": 1, "in_valid": 1, "in_ready": 1, "in_data": LINE_BITS,
+        "in_tag": 16, "in_mode": 2, "in_format": 2, "in_gate_kind": 1,
+        "in_gate_mask": E, "in_gate_threshold": 5,
+        "out_valid": 1, "out_ready": 1, "out_data": LINE_BITS, "out_tag": 16,
+    }
+
+
+conformance_test = spec_test(_configure)
+
+
+# SPEC section 2's PATTERN gate (deliberate clean-room copy, independent of
+# host/golden.py's gate_pattern).
 def pattern_mask(period, keep, phase):
     """SPEC section 2's PATTERN gate as a mask: bit i is m of lane i,
     n = (phase + i) mod P, m = 0 iff n >= K."""
@@ -61,7 +70,8 @@ def line_expected(data, mode, fmt, kind, mask, thresh):
 class Line:
     __slots__ = ("data", "tag", "mode", "fmt", "kind", "mask", "thresh", "check")
 
-    def __init__(self, data, tag, mode, fmt=0, kind=0, mask=ALL_LANES, thresh=0, check=True):
+    def __init__(self, data, tag, mode, fmt=0, kind=0, mask=None, thresh=0, check=True):
+        mask = ALL_LANES if mask is None else mask  # all lanes kept unless given
         self.data, self.tag, self.mode, self.fmt = data & LMASK, tag & 0xFFFF, mode, fmt
         self.kind, self.mask, self.thresh, self.check = kind, mask & ALL_LANES, thresh, check
 
@@ -200,14 +210,14 @@ def rand_valid_fields(rng):
 
 # ------------------------------------------------------------------ tests ----
 
-@cocotb.test()
+@conformance_test
 async def ports_and_widths(dut):
     """Every SPEC v2 section 3 port exists with its width (in_gate_mask: E bits)."""
     bad = port_mismatches(dut, PORTS)
     assert not bad, "; ".join(bad)
 
 
-@cocotb.test()
+@conformance_test
 async def reset_in_ready_and_latency(dut):
     """After reset: no output, in_ready high every cycle, exact STAGES latency."""
     rng = random.Random(SEED * 11 + 1)
@@ -230,7 +240,7 @@ async def reset_in_ready_and_latency(dut):
     await b.stream(lines, rng, p_valid=0.4, hold_ready_high=True, check_latency=True)
 
 
-@cocotb.test()
+@conformance_test
 async def lanes_all_modes_formats_gates(dut):
     """Lane values of SPEC 2 for every mode x format x gate kind and gate-field edges
     (PATTERN: no lane, every lane, single lanes, random masks, and the patterns of
@@ -275,7 +285,7 @@ async def lanes_all_modes_formats_gates(dut):
     await b.stream(lines, rng, hold_ready_high=True, check_latency=True)
 
 
-@cocotb.test()
+@conformance_test
 async def random_gaps_backpressure_scoreboard(dut):
     """Random in_valid gaps and out_ready backpressure: in order, nothing lost or duplicated."""
     rng = random.Random(SEED * 11 + 3)
@@ -291,7 +301,7 @@ async def random_gaps_backpressure_scoreboard(dut):
         await b.stream(lines, rng, p_valid=p_valid, p_ready=p_ready)
 
 
-@cocotb.test()
+@conformance_test
 async def out_of_range_fields_do_not_disturb(dut):
     """Out-of-range fields (format 3, T>W, mode 0/1 with junk) do not hang the core or
     disturb other lines; IDENTITY/BYPASS ignore format and gate fields.  (Every mask is
@@ -325,7 +335,7 @@ async def out_of_range_fields_do_not_disturb(dut):
     await b.stream(lines[:80], rng, hold_ready_high=True, check_latency=True)
 
 
-@cocotb.test()
+@conformance_test
 async def reset_mid_stream(dut):
     """A synchronous reset with lines in flight leaves no stale output; the core
     then works from scratch (evident intent of 'rst: synchronous')."""
@@ -346,7 +356,7 @@ async def reset_mid_stream(dut):
     await b.stream(lines, rng, hold_ready_high=True, check_latency=True)
 
 
-@cocotb.test()
+@conformance_test
 async def out_valid_does_not_wait_for_out_ready(dut):
     """A line already accepted reaches the output and raises out_valid while out_ready is
     held low: the output side is a valid/ready handshake, so out_valid must not wait for

@@ -1,7 +1,9 @@
 """Conformance bench of the ``neuron_fabric`` top against SPEC section 4.
 
-Written from the contract only.  Parameters come from the environment:
-LINE_BITS, WORKERS, STAGES, REGIONS, MAX_OUTSTANDING, SEED.
+Written from the contract only.  Parameters: ``line_bits``, ``workers``,
+``stages``, ``regions``, ``max_outstanding``, ``seed``, ``random_requests``
+of the runner's ``params`` (``toolchain.bench_params``), set by
+``_configure`` when each test starts.
 
 * backing memory: cocotbext-axi ``AxiRam`` on ``m_axi_`` (sparse, with
   per-line read/write error injection answering SLVERR);
@@ -12,7 +14,6 @@ LINE_BITS, WORKERS, STAGES, REGIONS, MAX_OUTSTANDING, SEED.
   phase before the next rising edge, so each beat gets its edge number.
 """
 
-import os
 import random
 from collections import deque
 
@@ -23,21 +24,30 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiResp
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
 
-from .conformance_common import line_ref, port_mismatches
+from .conformance_common import line_ref, port_mismatches, spec_test
 
-LINE_BITS = int(os.environ.get("LINE_BITS", "64"))
-W = int(os.environ.get("WORKERS", "4"))
-STAGES = int(os.environ.get("STAGES", "2"))
-REGIONS = int(os.environ.get("REGIONS", "3"))
-MAX_OUT = int(os.environ.get("MAX_OUTSTANDING", "8"))
-SEED = int(os.environ.get("SEED", "1"))
-LB = LINE_BITS // 8
-E = LINE_BITS // W
-LMASK = (1 << LINE_BITS) - 1
 AMASK = (1 << 52) - 1
-ALIGN = AMASK & ~(LB - 1)
+# The run's parameters and what follows from them: set by _configure.
+LINE_BITS = W = STAGES = REGIONS = MAX_OUT = SEED = RANDOM_REQUESTS = None
+LB = E = LMASK = ALIGN = None
 
-# SPEC 4.4 register map
+
+def _configure(params):
+    global LINE_BITS, W, STAGES, REGIONS, MAX_OUT, SEED, RANDOM_REQUESTS, LB, E, LMASK, ALIGN
+    LINE_BITS, W = params.get("line_bits", 64), params.get("workers", 4)
+    STAGES, REGIONS = params.get("stages", 2), params.get("regions", 3)
+    MAX_OUT, SEED = params.get("max_outstanding", 8), params.get("seed", 1)
+    RANDOM_REQUESTS = params.get("random_requests", 400)
+    LB = LINE_BITS // 8
+    E = LINE_BITS // W
+    LMASK = (1 << LINE_BITS) - 1
+    ALIGN = AMASK & ~(LB - 1)
+
+
+conformance_test = spec_test(_configure)
+
+# SPEC 4.4 register map (deliberate clean-room copy: written from the SPEC,
+# independent of host/regmap.py; do not share)
 ID, VERSION, CAPS0, CAPS1, DEFAULT_CFG, STATUS = 0x000, 0x004, 0x008, 0x00C, 0x010, 0x014
 def CNT_LO(j): return 0x080 + 8 * j
 def CNT_HI(j): return 0x084 + 8 * j
@@ -50,11 +60,13 @@ def R_LIMIT_HI(r): return 0x110 + 0x20 * r
 ST_UNSUPPORTED, ST_RD_ERR, ST_WR_ERR, ST_POISON_DROP, ST_BAD_CSR = 1, 2, 4, 8, 16
 CNT_BYPASS, CNT_IDENTITY, CNT_GBINARY, CNT_GTERNARY, CNT_WRITES, CNT_ERRORS = range(6)
 
-# SPEC 4.2 opcodes
+# SPEC 4.2 opcodes (deliberate clean-room copy, independent of host/facts.py)
 REQ_MEMINV, REQ_MEMRD, REQ_MEMRDDATA, REQ_MEMSPECRD, REQ_MEMINVNT = 0b0000, 0b0001, 0b0010, 0b1000, 0b1001
 RWD_MEMWR, RWD_MEMWRPTL = 0b0001, 0b0010
 DRS_MEMDATA, NDR_CMP = 0b000, 0b000
 
+# SPEC 4.4 CFG word and its validity rule (deliberate clean-room copy,
+# independent of host/regmap.py's cfg_encode / cfg_check)
 CFG_DEFAULT_RESET = (3 << 8) | (2 << 12)  # BYPASS, COUNT, PATTERN, P=3, K=2, T=0
 
 
@@ -375,41 +387,43 @@ def rand_line(rng):
 
 # ================================================================== tests ==
 
-PORTS = {
-    "clk": 1, "rst": 1,
-    "m2s_req_valid": 1, "m2s_req_ready": 1, "m2s_req_opcode": 4, "m2s_req_addr": 52,
-    "m2s_req_tag": 16,
-    "m2s_rwd_valid": 1, "m2s_rwd_ready": 1, "m2s_rwd_opcode": 4, "m2s_rwd_addr": 52,
-    "m2s_rwd_tag": 16, "m2s_rwd_data": LINE_BITS, "m2s_rwd_be": LB, "m2s_rwd_poison": 1,
-    "s2m_drs_valid": 1, "s2m_drs_ready": 1, "s2m_drs_opcode": 3, "s2m_drs_tag": 16,
-    "s2m_drs_data": LINE_BITS, "s2m_drs_poison": 1, "s2m_drs_devload": 2,
-    "s2m_ndr_valid": 1, "s2m_ndr_ready": 1, "s2m_ndr_opcode": 3, "s2m_ndr_tag": 16,
-    "s2m_ndr_devload": 2,
-    "m_axi_awaddr": 52, "m_axi_awlen": 8, "m_axi_awsize": 3, "m_axi_awburst": 2,
-    "m_axi_awvalid": 1, "m_axi_awready": 1, "m_axi_wdata": LINE_BITS, "m_axi_wstrb": LB,
-    "m_axi_wlast": 1, "m_axi_wvalid": 1, "m_axi_wready": 1, "m_axi_bresp": 2,
-    "m_axi_bvalid": 1, "m_axi_bready": 1, "m_axi_araddr": 52, "m_axi_arlen": 8,
-    "m_axi_arsize": 3, "m_axi_arburst": 2, "m_axi_arvalid": 1, "m_axi_arready": 1,
-    "m_axi_rdata": LINE_BITS, "m_axi_rresp": 2, "m_axi_rlast": 1, "m_axi_rvalid": 1,
-    "m_axi_rready": 1,
-    "s_axil_awaddr": 12, "s_axil_awprot": 3, "s_axil_awvalid": 1, "s_axil_awready": 1,
-    "s_axil_wdata": 32, "s_axil_wstrb": 4, "s_axil_wvalid": 1, "s_axil_wready": 1,
-    "s_axil_bresp": 2, "s_axil_bvalid": 1, "s_axil_bready": 1, "s_axil_araddr": 12,
-    "s_axil_arprot": 3, "s_axil_arvalid": 1, "s_axil_arready": 1, "s_axil_rdata": 32,
-    "s_axil_rresp": 2, "s_axil_rvalid": 1, "s_axil_rready": 1,
-}
+def spec_ports():
+    """SPEC section 4.1's ports and widths for this run's parameters."""
+    return {
+        "clk": 1, "rst": 1,
+        "m2s_req_valid": 1, "m2s_req_ready": 1, "m2s_req_opcode": 4, "m2s_req_addr": 52,
+        "m2s_req_tag": 16,
+        "m2s_rwd_valid": 1, "m2s_rwd_ready": 1, "m2s_rwd_opcode": 4, "m2s_rwd_addr": 52,
+        "m2s_rwd_tag": 16, "m2s_rwd_data": LINE_BITS, "m2s_rwd_be": LB, "m2s_rwd_poison": 1,
+        "s2m_drs_valid": 1, "s2m_drs_ready": 1, "s2m_drs_opcode": 3, "s2m_drs_tag": 16,
+        "s2m_drs_data": LINE_BITS, "s2m_drs_poison": 1, "s2m_drs_devload": 2,
+        "s2m_ndr_valid": 1, "s2m_ndr_ready": 1, "s2m_ndr_opcode": 3, "s2m_ndr_tag": 16,
+        "s2m_ndr_devload": 2,
+        "m_axi_awaddr": 52, "m_axi_awlen": 8, "m_axi_awsize": 3, "m_axi_awburst": 2,
+        "m_axi_awvalid": 1, "m_axi_awready": 1, "m_axi_wdata": LINE_BITS, "m_axi_wstrb": LB,
+        "m_axi_wlast": 1, "m_axi_wvalid": 1, "m_axi_wready": 1, "m_axi_bresp": 2,
+        "m_axi_bvalid": 1, "m_axi_bready": 1, "m_axi_araddr": 52, "m_axi_arlen": 8,
+        "m_axi_arsize": 3, "m_axi_arburst": 2, "m_axi_arvalid": 1, "m_axi_arready": 1,
+        "m_axi_rdata": LINE_BITS, "m_axi_rresp": 2, "m_axi_rlast": 1, "m_axi_rvalid": 1,
+        "m_axi_rready": 1,
+        "s_axil_awaddr": 12, "s_axil_awprot": 3, "s_axil_awvalid": 1, "s_axil_awready": 1,
+        "s_axil_wdata": 32, "s_axil_wstrb": 4, "s_axil_wvalid": 1, "s_axil_wready": 1,
+        "s_axil_bresp": 2, "s_axil_bvalid": 1, "s_axil_bready": 1, "s_axil_araddr": 12,
+        "s_axil_arprot": 3, "s_axil_arvalid": 1, "s_axil_arready": 1, "s_axil_rdata": 32,
+        "s_axil_rresp": 2, "s_axil_rvalid": 1, "s_axil_rready": 1,
+    }
 
 
-@cocotb.test()
+@conformance_test
 async def ports_and_widths(dut):
-    bad = port_mismatches(dut, PORTS)
+    bad = port_mismatches(dut, spec_ports())
     for name in ("m_axi_awid", "m_axi_bid", "m_axi_arid", "m_axi_rid"):
         if getattr(dut, name, None) is None:
             bad.append(f"{name}: missing")
     assert not bad, "; ".join(bad)
 
 
-@cocotb.test()
+@conformance_test
 async def csr_reset_values(dut):
     top = await setup(dut, 1)
     errs = []
@@ -440,7 +454,7 @@ async def csr_reset_values(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def csr_rw_wstrb_reserved(dut):
     top = await setup(dut, 2)
     errs = []
@@ -508,7 +522,7 @@ async def csr_rw_wstrb_reserved(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def csr_bad_cfg_writes(dut):
     top = await setup(dut, 3)
     errs = []
@@ -565,7 +579,7 @@ async def csr_bad_cfg_writes(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def csr_ro_and_unmapped(dut):
     top = await setup(dut, 4)
     errs = []
@@ -614,7 +628,7 @@ async def csr_ro_and_unmapped(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def csr_status_rw1c(dut):
     top = await setup(dut, 5)
     errs = []
@@ -647,7 +661,7 @@ async def csr_status_rw1c(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def req_opcodes(dut):
     """Every M2S Req row of SPEC 4.2, and the AXI read request shape."""
     top = await setup(dut, 6)
@@ -720,7 +734,7 @@ async def req_opcodes(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def rwd_opcodes(dut):
     """Every M2S RwD row of SPEC 4.2; NDR after B; MemWrPtl byte enables; writes unchanged."""
     top = await setup(dut, 7)
@@ -813,7 +827,7 @@ async def rwd_opcodes(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def axi_error_responses(dut):
     """AXI RRESP != OKAY -> DRS poison + RD_ERR; BRESP != OKAY -> NDR Cmp + WR_ERR."""
     top = await setup(dut, 8)
@@ -856,7 +870,7 @@ async def axi_error_responses(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def counters_and_snapshot(dut):
     top = await setup(dut, 9)
     rng = top.rng
@@ -904,7 +918,7 @@ async def counters_and_snapshot(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def region_selection_and_phase(dut):
     top = await setup(dut, 10)
     rng = top.rng
@@ -963,7 +977,7 @@ async def region_selection_and_phase(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def bypass_vs_lowbit_latency(dut):
     """Low-bit reads take exactly STAGES cycles more than BYPASS when nothing stalls."""
     top = await setup(dut, 11)
@@ -988,7 +1002,7 @@ async def bypass_vs_lowbit_latency(dut):
             f"mode {mode} latency {lat[mode]} vs BYPASS {lat[0][0]}: expected +{STAGES}")
 
 
-@cocotb.test()
+@conformance_test
 async def read_after_write(dut):
     """A read accepted after the NDR Cmp of a write to the same line sees that write."""
     top = await setup(dut, 12)
@@ -1011,7 +1025,7 @@ async def read_after_write(dut):
     assert not errs, "\n".join(errs[:10])
 
 
-@cocotb.test()
+@conformance_test
 async def devload_idle(dut):
     top = await setup(dut, 13)
     await top.cycles(20)
@@ -1057,14 +1071,14 @@ async def _run_sources(dut, top, rng, on_resp, req_source, rwd_source, *, pause,
     top.req_source = top.rwd_source = None
 
 
-@cocotb.test()
+@conformance_test
 async def random_mixed_traffic(dut):
     """A few hundred random requests, random backpressure everywhere, checked against
     the bench's memory model and reference transform."""
     top = await setup(dut, 14)
     rng = top.rng
     csr = CsrModel()
-    N = int(os.environ.get("RANDOM_REQUESTS", "400"))
+    N = RANDOM_REQUESTS
     lines = [0xA000 + LB * k for k in range(12)] + [0xB000 + LB * k for k in range(8)] \
         + [(1 << 33) + LB * k for k in range(4)]
     await csr.set_region(top, 0, cfg(mode=3, fmt=rng.randrange(3), kind=0, period=5, keep=3,
@@ -1173,7 +1187,7 @@ async def random_mixed_traffic(dut):
     assert await top.status() == 0
 
 
-@cocotb.test()
+@conformance_test
 async def csr_write_applies_after_bvalid(dut):
     """A request accepted at the first edge after a CSR write's BVALID handshake
     already uses the new configuration (DEFAULT_CFG and a region CFG)."""
@@ -1212,14 +1226,14 @@ async def csr_write_applies_after_bvalid(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def random_mixed_with_errors(dut):
     """Random traffic including MemSpecRd, MemInv, unsupported opcodes, poisoned writes
     and AXI read/write errors: one response per request, STATUS and COUNTER 5."""
     top = await setup(dut, 16)
     rng = top.rng
     csr = CsrModel()
-    N = int(os.environ.get("RANDOM_REQUESTS", "400")) // 2
+    N = RANDOM_REQUESTS // 2
     good = [0xE000 + LB * k for k in range(8)]
     bad_rd = [0xF000 + LB * k for k in range(2)]
     bad_wr = [0xF800 + LB * k for k in range(2)]
@@ -1337,7 +1351,7 @@ async def random_mixed_with_errors(dut):
     assert n == sum(events.values()), f"COUNTER 5 = {n}, expected {sum(events.values())} ({events})"
 
 
-@cocotb.test()
+@conformance_test
 async def phase_large_addresses(dut):
     """phase = (line_index * E) mod P for large line indices (DEFAULT_CFG: BASE = 0; a
     region with a large window), several periods including non-powers of two."""
@@ -1371,7 +1385,7 @@ async def phase_large_addresses(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def config_captured_at_accept(dut):
     """Reads held in flight (AXI R stalled, DRS not ready) keep the configuration of the
     moment they were accepted, whatever CSR writes follow."""
@@ -1423,7 +1437,7 @@ async def config_captured_at_accept(dut):
     assert not errs, "\n".join(errs)
 
 
-@cocotb.test()
+@conformance_test
 async def devload_full_table(dut):
     """With AXI R stalled, requests pile up: no more than MAX_OUTSTANDING AXI reads are
     outstanding, and once MAX_OUTSTANDING reads or more are accepted and unanswered the

@@ -57,12 +57,13 @@ except ImportError:             # the command line works without cocotb imported
 if cocotb is not None:
     @cocotb.test()
     async def functional_check(dut):
-        from .tb_top import TopTB, params_from_env
-        params = params_from_env()
+        from .tb_top import TopTB, top_params
+        from .toolchain import bench_params
+        params, bench = top_params(), bench_params()
         tb = TopTB(dut, params, seed=11)
         await tb.reset()
         lb = params.line_bytes
-        elements = int(os.environ.get("NF_ELEMENTS", "4000"))
+        elements = bench.get("elements", 4000)
         rng = np.random.default_rng(6)
         grads = rng.standard_normal((WORKERS, elements)).astype(np.float32)
         lines = encode_signs(grads, params.line_bits)
@@ -84,7 +85,7 @@ if cocotb is not None:
             want = oracle(lines, params.line_bits, BASE, cfg)
             mismatches = sum(got[i] != want[i].tobytes() for i in range(len(lines)))
             results[name] = {"lines": len(lines), "mismatches": int(mismatches)}
-        out = os.environ.get("NF_FUNCTIONAL_OUT")
+        out = bench.get("out")
         if out:
             with open(out, "w") as f:
                 json.dump(results, f)
@@ -123,12 +124,11 @@ def main(argv=None):
                                     stages=params.stages))
     out = folder / "results.json"
     out.unlink(missing_ok=True)
-    env = {"NF_PARAMS": json.dumps(params.__dict__), "NF_ELEMENTS": args.elements,
-           "NF_FUNCTIONAL_OUT": out}
+    bench = dict(params.__dict__, elements=args.elements, out=str(out))
     try:
         run_cocotb(sources=[src], toplevel=TOP_MODULE,
                    test_module="neuron_fabric.sim.functional", simulator=args.simulator,
-                   build_dir=folder / "sim", extra_env=env)
+                   build_dir=folder / "sim", params=bench)
         ok = True
     except AssertionError as exc:
         print(f"functional check failed: {exc}", file=sys.stderr)

@@ -23,13 +23,13 @@ Parameters
 ----------
 LINE_BITS and the field widths come from the DUT's port widths.  WORKERS and
 STAGES do not show in the ports of the exported Verilog, so the runner
-passes them as ``PARAM_WORKERS`` and ``PARAM_STAGES``; ``SEED`` and
-``LINES`` set the random seed and the number of lines per test.  All are
-read when a test starts, never at import.
+passes them as ``workers`` and ``stages`` in its ``params``
+(:func:`~neuron_fabric.sim.toolchain.bench_params`); ``seed`` and ``lines``
+set the random seed and the number of lines per test.  All are read when a
+test starts, never at import.
 """
 
 import logging
-import os
 import random
 
 import cocotb
@@ -41,6 +41,8 @@ from cocotbext.axi.stream import define_stream
 
 from neuron_fabric.host import golden
 from neuron_fabric.host.facts import Format, GateKind, Mode
+
+from .toolchain import bench_params
 
 __all__ = ["DatapathInSource", "DatapathOutSink", "HandshakeMonitor", "Scoreboard",
            "DatapathTB", "random_config", "pauses"]
@@ -187,11 +189,11 @@ class DatapathTB:
         self.log = logging.getLogger("cocotb.tb")
         self.log.setLevel(logging.INFO)
         self.line_bits = len(dut.in_data)
-        self.workers = int(os.environ["PARAM_WORKERS"])
-        self.stages = int(os.environ["PARAM_STAGES"])
+        params = bench_params()
+        self.workers, self.stages = params["workers"], params["stages"]
         assert self.line_bits % self.workers == 0, (self.line_bits, self.workers)
-        self.rng = random.Random(int(os.environ.get("SEED", "1")))
-        self.lines = int(os.environ.get("LINES", "200"))
+        self.rng = random.Random(params.get("seed", 1))
+        self.lines = params.get("lines", 200)
         self.tag_mask = (1 << len(dut.in_tag)) - 1
         self.in_ready_errors = []
         self.live_edge = None

@@ -1,9 +1,10 @@
 """cocotb bench: the exported top behind a latency- and bandwidth-gated AXI
 memory, driven by closed-loop read streams (the envelope model's traffic).
 
-Run by :mod:`neuron_fabric.sim.envelope.rtl`, which passes the configurations
-as JSON in ``ENVELOPE_CONFIGS`` and reads the measurements back from
-``ENVELOPE_RESULTS``.  Every configuration is run three times: one read in
+Run by :mod:`neuron_fabric.sim.envelope.rtl`, which passes the
+configurations as ``configs`` in the runner's ``params``
+(:func:`~neuron_fabric.sim.toolchain.bench_params`) and reads the
+measurements back from the JSON file ``out``.  Every configuration is run three times: one read in
 BYPASS (the round trip the model calibrates its front end from), the batch
 in BYPASS and the batch in G-Binary, the mode set through DEFAULT_CFG over
 AXI4-Lite.
@@ -15,7 +16,6 @@ right after a rising edge.  ``now`` counts rising edges.
 
 import collections
 import json
-import os
 
 import cocotb
 from cocotb.clock import Clock
@@ -25,6 +25,8 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 from neuron_fabric.host.facts import Mode
 from neuron_fabric.host.facts import TopParams
 from neuron_fabric.host.regmap import RegisterMap, cfg_encode
+
+from .toolchain import bench_params
 
 MEM_RD = 0b0001
 
@@ -173,7 +175,8 @@ class Bench:
 
 @cocotb.test()
 async def envelope_batches(dut):
-    configs = json.loads(os.environ["ENVELOPE_CONFIGS"])
+    params = bench_params()
+    configs = params["configs"]
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     bench = Bench(dut)
     await bench.reset()
@@ -191,5 +194,5 @@ async def envelope_batches(dut):
         results["configs"].append(dict(cfg, single_bypass=single, single_gbinary=single_gb,
                                        bypass=bypass, gbinary=gbinary))
         dut._log.info("%s: bypass %d, G-Binary %d edges", cfg["name"], bypass, gbinary)
-    with open(os.environ["ENVELOPE_RESULTS"], "w") as f:
+    with open(params["out"], "w") as f:
         json.dump(results, f, indent=2)

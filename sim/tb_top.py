@@ -32,11 +32,9 @@ nothing is in flight.
 """
 
 import itertools
-import json
 import logging
-import os
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import cocotb
 import numpy as np
@@ -53,10 +51,12 @@ from neuron_fabric.host.golden import transform
 from neuron_fabric.host.facts import DRS_MEMDATA, NDR_CMP, Mode, ReqOpcode, RwdOpcode, TopParams
 from neuron_fabric.host.regmap import RegisterMap, cfg_decode, cfg_encode
 
+from .toolchain import bench_params
+
 __all__ = [
     "ReqBus", "ReqSource", "RwdBus", "RwdSource", "DrsBus", "DrsSink", "NdrBus", "NdrSink",
     "FaultyAxiRam", "ReorderingAxiRam", "pauses", "ConfigState", "ConfigHistory",
-    "expected_read", "RecordingBus", "Scoreboard", "TopTB", "params_from_env",
+    "expected_read", "RecordingBus", "Scoreboard", "TopTB", "top_params",
 ]
 
 ReqBus, ReqTransaction, ReqSource, ReqSink, ReqMonitor = define_stream(
@@ -76,9 +76,12 @@ def _u(handle):
     return value.to_unsigned() if hasattr(value, "to_unsigned") else int(value)
 
 
-def params_from_env():
-    """The parameter set a cocotb run was built for (``NF_PARAMS``, JSON)."""
-    return TopParams(**json.loads(os.environ["NF_PARAMS"]))
+def top_params():
+    """The parameter set a cocotb run was built for: the
+    :class:`~neuron_fabric.host.facts.TopParams` fields among the runner's
+    ``params`` (:func:`~neuron_fabric.sim.toolchain.bench_params`)."""
+    params = bench_params()
+    return TopParams(**{f.name: params[f.name] for f in fields(TopParams) if f.name in params})
 
 
 def pauses(probability, rng=random):

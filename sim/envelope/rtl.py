@@ -19,15 +19,13 @@ Command line: ``python -m neuron_fabric.sim.envelope.rtl [--out DIR] [--quick]``
 
 import argparse
 import json
-import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
 from neuron_fabric.host.facts import TOP_MODULE
 
-from ..toolchain import BUILD, verilator_env
+from ..toolchain import BUILD, run_cocotb
 from .model import simulate
 from .params import GiB, MiB, ServiceParams
 
@@ -87,49 +85,16 @@ def model_for(cfg, *, stages, max_outstanding, front_end):
         max_outstanding=max_outstanding, request_cycles=1.0)
 
 
-#: The bench runs a few thousand cycles, so compile time dominates: build
-#: the C++ without optimisation.
-_FAST_BUILD = " OPT_FAST=-O0 OPT_SLOW=-O0 OPT_GLOBAL=-O0"
-
-
-def _build(runner, verilog, build_dir):
-    """Build the bench in ``build_dir``, reusing an earlier build of the same
-    Verilog text: the source is copied in only when its content changed, so
-    Verilator (which skips identical inputs) and make have nothing to redo."""
-    source = build_dir / "src" / verilog.name
-    text = verilog.read_bytes()
-    if not source.exists() or source.read_bytes() != text:
-        if build_dir.exists():
-            shutil.rmtree(build_dir)
-        source.parent.mkdir(parents=True)
-        source.write_bytes(text)
-    runner.build(sources=[str(source)], hdl_toplevel=TOP, build_dir=build_dir,
-                 timescale=("1ns", "1ps"), build_args=["-Wno-fatal", "-Wno-lint", "-Wno-style"],
-                 log_file=build_dir / "build.log")
-
-
 def measure(verilog, configs, build_dir):
-    """Run the bench on ``verilog``; return its results dict."""
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
-    verilog, build_dir = pathlib.Path(verilog).resolve(), pathlib.Path(build_dir).resolve()
-    env = verilator_env()
-    env["MAKEFLAGS"] += _FAST_BUILD
-    os.environ.update(env)
-    runner = get_runner("verilator")
-    _build(runner, verilog, build_dir)
-    run_dir = build_dir / "run"
-    run_dir.mkdir(exist_ok=True)
-    results = run_dir / "envelope_results.json"
+    """Run the bench on ``verilog`` (its run folder under ``build_dir``);
+    return its results dict."""
+    build_dir = pathlib.Path(build_dir).resolve()
+    results = build_dir / "envelope_results.json"
+    build_dir.mkdir(parents=True, exist_ok=True)
     results.unlink(missing_ok=True)
-    xml = runner.test(test_module="neuron_fabric.sim.tb_envelope", hdl_toplevel=TOP,
-                      build_dir=build_dir, test_dir=run_dir,
-                      results_xml=str(run_dir / "results.xml"),
-                      extra_env={"ENVELOPE_CONFIGS": json.dumps(list(configs)),
-                                 "ENVELOPE_RESULTS": str(results)})
-    total, failed = get_results(xml)
-    assert total > 0 and failed == 0, f"envelope bench failed; see {run_dir}"
+    run_cocotb(sources=[verilog], toplevel=TOP, test_module="neuron_fabric.sim.tb_envelope",
+               simulator="verilator", build_dir=build_dir / "run",
+               params={"configs": list(configs), "out": str(results)})
     return json.loads(results.read_text())
 
 

@@ -48,6 +48,6 @@ def test_datapath_conformance(cfg, test):
         sources=["neuron_fabric_datapath.v"],
         test_module="neuron_fabric.sim.conformance_datapath",
         simulator=sim,
-        extra_env=dict(LINE_BITS=line_bits, WORKERS=workers, STAGES=stages, SEED=7),
+        params=dict(line_bits=line_bits, workers=workers, stages=stages, seed=7),
     )
     check_result(results, test, f"build/conformance/{name}/{sim}")

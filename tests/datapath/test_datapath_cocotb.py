@@ -31,8 +31,7 @@ def run(export_datapath, simulator, line_bits, workers, stages, lines, seed=1):
     return run_cocotb(sources=[source], toplevel=DATAPATH_MODULE,
                       test_module="neuron_fabric.sim.tb_datapath", simulator=simulator,
                       build_dir=build_dir,
-                      extra_env={"PARAM_WORKERS": workers, "PARAM_STAGES": stages,
-                                 "SEED": seed, "LINES": lines})
+                      params=dict(workers=workers, stages=stages, seed=seed, lines=lines))
 
 
 # Verilator compiles the wide exports slowly (minutes: cocotb makes every

@@ -61,7 +61,7 @@ def test_top_conformance(cfg, test):
         sources=["neuron_fabric.v"],
         test_module="neuron_fabric.sim.conformance_top",
         simulator=sim,
-        extra_env=dict(LINE_BITS=line_bits, WORKERS=workers, STAGES=stages,
-                       REGIONS=regions, MAX_OUTSTANDING=max_out, SEED=3),
+        params=dict(line_bits=line_bits, workers=workers, stages=stages,
+                    regions=regions, max_outstanding=max_out, seed=3),
     )
     check_result(results, test, f"build/conformance/{name}/{sim}")

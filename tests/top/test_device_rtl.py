@@ -9,8 +9,6 @@ Icarus run), so Verilator builds one set only, the default width, to keep
 each simulator near a minute inside ``make test``.
 """
 
-import json
-
 import pytest
 
 from neuron_fabric.hdl.export import top_verilog, write_verilog
@@ -33,12 +31,10 @@ def run_device_diff(params, simulator, seed):
                         top_verilog(line_bits=params.line_bits, workers=params.workers,
                                     stages=params.stages, regions=params.regions,
                                     max_outstanding=params.max_outstanding))
-    env = {"NF_PARAMS": json.dumps(params.__dict__), "NF_SEED": seed,
-           "NF_BATCHES": BATCHES[simulator]}
     return run_cocotb(sources=[src], toplevel=TOP_MODULE,
                       test_module="neuron_fabric.sim.cocotb_device", simulator=simulator,
                       build_dir=BUILD / "cocotb" / f"device_{simulator}_{params.tag()}",
-                      extra_env=env)
+                      params=dict(params.__dict__, seed=seed, batches=BATCHES[simulator]))
 
 
 def test_default_width_verilator():

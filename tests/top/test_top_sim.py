@@ -6,9 +6,6 @@ configuration on the other simulator (Icarus is about 7x slower).  The cocotb te
 ``sim/cocotb_top.py``.
 """
 
-import json
-import os
-
 import pytest
 
 from neuron_fabric.hdl.export import top_verilog, write_verilog
@@ -27,11 +24,10 @@ def run_top(params, simulator, random_count, testcase=None, seed=1):
                         top_verilog(line_bits=params.line_bits, workers=params.workers,
                                     stages=params.stages, regions=params.regions,
                                     max_outstanding=params.max_outstanding))
-    env = {"NF_PARAMS": json.dumps(params.__dict__), "NF_RANDOM": random_count,
-           "NF_SEED": seed}
     return run_cocotb(sources=[src], toplevel=TOP_MODULE,
                       test_module="neuron_fabric.sim.cocotb_top", simulator=simulator,
-                      build_dir=build_dir, testcase=testcase, extra_env=env)
+                      build_dir=build_dir, testcase=testcase,
+                      params=dict(params.__dict__, random=random_count, seed=seed))
 
 
 def test_main_config_verilator():
