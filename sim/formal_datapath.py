@@ -12,8 +12,8 @@
   handshake: every accepted line carries its sequence number (in the tag,
   and in every 16-bit word of an IDENTITY line), and the k-th line out must
   carry k.  So nothing is lost, duplicated or reordered, in any lane group;
-  with ``out_ready`` high ``in_ready`` is high after the first cycle; and
-  with ``out_ready`` held high each line leaves exactly STAGES cycles after
+  with the output ready high the input is ready after the first cycle; and
+  with the output ready held high each line leaves exactly STAGES cycles after
   it went in.  Bounded (BMC) to STAGES + 7 cycles: reset, the first live
   cycle, a full pipeline and several cycles of stalls and bubbles.
 
@@ -40,7 +40,7 @@ FORMAL_BUILD = BUILD / "formal"
 
 def reference_lane(lane, workers, mode, fmt, gate_kind, mask_bit, threshold):
     """SPEC section 2 for one lane: the W-bit output lane.  ``mask_bit`` is
-    the lane's bit of ``in_gate_mask``, the PATTERN gate ``m`` (SPEC v2
+    the lane's bit of ``gate_mask``, the PATTERN gate ``m`` (SPEC v2
     section 3).
 
     Written with wide signed arithmetic, straight from the formulas.
@@ -79,11 +79,9 @@ class LaneSpec(Elaboratable):
         data = AnyConst(dut.line_bits)
         mask = AnyConst(dut.lanes)
         m.d.comb += [
-            dut.in_valid.eq(1), dut.out_ready.eq(1), dut.in_data.eq(data),
-            dut.in_tag.eq(fields["tag"]), dut.in_mode.eq(fields["mode"]),
-            dut.in_format.eq(fields["format"]), dut.in_gate_kind.eq(fields["gate_kind"]),
-            dut.in_gate_mask.eq(mask),
-            dut.in_gate_threshold.eq(fields["gate_threshold"]),
+            dut.i_stream.valid.eq(1), dut.o_stream.ready.eq(1),
+            dut.i_stream.payload.line.eq(data), dut.i_stream.payload.gate_mask.eq(mask),
+            *(dut.i_stream.payload[name].eq(value) for name, value in fields.items()),
         ]
         m.d.comb += Assume(ResetSignal() == Initial())
         identity = ~fields["mode"][1]
@@ -100,14 +98,14 @@ class LaneSpec(Elaboratable):
             m.d.sync += cycle.eq(cycle + 1)
         with m.If(cycle == last):
             m.d.comb += [
-                Assert(dut.out_valid),
-                Assert(dut.out_tag == fields["tag"]),
+                Assert(dut.o_stream.valid),
+                Assert(dut.o_stream.payload.tag == fields["tag"]),
             ]
             for i in range(dut.lanes):
                 ref = reference_lane(data[i * w:(i + 1) * w], w, fields["mode"],
                                      fields["format"], fields["gate_kind"], mask[i],
                                      fields["gate_threshold"])
-                m.d.comb += Assert(dut.out_data[i * w:(i + 1) * w] == ref)
+                m.d.comb += Assert(dut.o_stream.payload.line[i * w:(i + 1) * w] == ref)
         return m
 
     depth = property(lambda self: self.dut.stages + 3)
@@ -123,12 +121,13 @@ class HandshakeSpec(Elaboratable):
         m = Module()
         m.submodules.dut = dut = self.dut
         stages = dut.stages
+        i, o = dut.i_stream, dut.o_stream
         m.d.comb += Assume(ResetSignal() == Initial())
 
         n_in = Signal(16)        # lines accepted
         n_out = Signal(16)       # lines delivered
-        in_fire = dut.in_valid & dut.in_ready
-        out_fire = dut.out_valid & dut.out_ready
+        in_fire = i.valid & i.ready
+        out_fire = o.valid & o.ready
         with m.If(in_fire):
             m.d.sync += n_in.eq(n_in + 1)
         with m.If(out_fire):
@@ -136,18 +135,19 @@ class HandshakeSpec(Elaboratable):
 
         # Free inputs, except that each line carries its sequence number.
         for name in ("mode", "format", "gate_kind", "gate_mask", "gate_threshold"):
-            port = getattr(dut, f"in_{name}")
-            m.d.comb += port.eq(AnySeq(len(port)))
+            field = i.payload[name]
+            m.d.comb += field.eq(AnySeq(len(field)))
         in_valid, out_ready = AnySeq(1), AnySeq(1)
         words = dut.line_bits // 16
         w = dut.workers
         m.d.comb += [
-            dut.in_valid.eq(in_valid), dut.out_ready.eq(out_ready),
-            dut.in_tag.eq(n_in),
-            dut.in_data.eq(n_in.replicate(words)),
+            i.valid.eq(in_valid), o.ready.eq(out_ready),
+            i.payload.tag.eq(n_in),
+            i.payload.line.eq(n_in.replicate(words)),
         ]
         identity = Signal()
-        m.d.comb += identity.eq((dut.in_mode == Mode.IDENTITY) | (dut.in_mode == Mode.BYPASS))
+        m.d.comb += identity.eq((i.payload.mode == Mode.IDENTITY) |
+                                (i.payload.mode == Mode.BYPASS))
 
         # Which accepted lines are IDENTITY lines (their data is checkable),
         # indexed by sequence number modulo a window larger than the core.
@@ -159,33 +159,33 @@ class HandshakeSpec(Elaboratable):
         with m.If(out_fire):
             m.d.comb += [
                 Assert(n_in != n_out),              # nothing out of nothing
-                Assert(dut.out_tag == n_out),       # the k-th line out is line k
+                Assert(o.payload.tag == n_out),     # the k-th line out is line k
             ]
             # The first lane of every 16-bit word: one lane per copy of
             # the core's controls and clock enable, however they are cut,
             # and few enough that the solver sees only a small cone.
             with m.If(is_identity.bit_select(n_out[:index_bits], 1)):
                 for k in range(words):
-                    m.d.comb += Assert(dut.out_data[16 * k:16 * k + w] == n_out[:w])
+                    m.d.comb += Assert(o.payload.line[16 * k:16 * k + w] == n_out[:w])
 
-        # in_ready: high whenever out_ready is, from the second cycle on.
+        # Input ready: high whenever the output is, from the second cycle on.
         started = Signal()
         m.d.sync += started.eq(1)
-        with m.If(started & ~ResetSignal() & dut.out_ready):
-            m.d.comb += Assert(dut.in_ready)
+        with m.If(started & ~ResetSignal() & o.ready):
+            m.d.comb += Assert(i.ready)
 
-        # Exact latency while out_ready is held high: a line accepted STAGES
-        # cycles ago (out_ready high ever since) leaves now; the tag check
-        # above says it is that line.
+        # Exact latency while the output's ready is held high: a line
+        # accepted STAGES cycles ago (ready high ever since) leaves now; the
+        # tag check above says it is that line.
         fires = Signal(stages)
         ready_run = Signal(range(stages + 1))
         m.d.sync += fires.eq(Cat(in_fire, fires[:-1]))
-        with m.If(~dut.out_ready):
+        with m.If(~o.ready):
             m.d.sync += ready_run.eq(0)
         with m.Elif(ready_run != stages):
             m.d.sync += ready_run.eq(ready_run + 1)
-        with m.If(fires[-1] & (ready_run == stages) & dut.out_ready):
-            m.d.comb += Assert(dut.out_valid)
+        with m.If(fires[-1] & (ready_run == stages) & o.ready):
+            m.d.comb += Assert(o.valid)
         return m
 
     depth = property(lambda self: self.dut.stages + 7)

@@ -118,12 +118,10 @@ def verilog(config):
         from neuron_fabric.hdl.export import top_verilog
         return top_verilog(line_bits=config.line_bits, workers=config.workers,
                            stages=config.stages, profile=config.profile)
-    from amaranth.back import verilog as backend
-    from neuron_fabric.hdl.datapath import Datapath
-    core = Datapath(line_bits=config.line_bits, workers=config.workers,
-                    stages=config.stages, profile=resolve_profile(config.profile))
+    from neuron_fabric.hdl.export import datapath_verilog
     return (f"// {TOP}: {config.name}\n"
-            + backend.convert(core, name=TOP, emit_src=False))
+            + datapath_verilog(line_bits=config.line_bits, workers=config.workers,
+                               stages=config.stages, profile=resolve_profile(config.profile)))
 
 
 def verilog_files(configs, jobs):

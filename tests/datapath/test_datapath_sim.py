@@ -26,7 +26,7 @@ from neuron_fabric.host.facts import PROFILES, Format, GateKind, Mode
 @dataclass(frozen=True)
 class Config:
     """The per-line configuration fields of the core's input; ``mask`` is
-    ``in_gate_mask`` as an integer (bit i keeps lane i)."""
+    ``gate_mask`` as an integer (bit i keeps lane i)."""
     mode: int
     format: int = Format.COUNT
     gate_kind: int = GateKind.PATTERN
@@ -35,7 +35,7 @@ class Config:
 
 
 def pattern_mask(lanes, period, keep, phase):
-    """The PATTERN gate of P, K and a phase as an ``in_gate_mask`` value."""
+    """The PATTERN gate of P, K and a phase as a ``gate_mask`` value."""
     return pack(golden.gate_pattern(lanes, period, keep, phase), 1)
 
 
@@ -118,11 +118,12 @@ def matrix_beats(line_bits, w, rng, configs, profile=PROFILES["full"], w16_lines
 # -- the simulation harness -------------------------------------------------
 
 def simulate(dut, beats, *, seed=0, valid_prob=1.0, ready_prob=1.0):
-    """Stream ``beats`` through ``dut`` with random ``in_valid`` gaps and
-    ``out_ready`` backpressure; check the handshake rules of SPEC section 3
+    """Stream ``beats`` through ``dut`` with random input ``valid`` gaps and
+    output ``ready`` backpressure; check the handshake rules of SPEC section 3
     cycle by cycle.  Returns ``(beat, data, latency)`` per output line."""
     rng = random.Random(seed)
     stages = dut.stages
+    i, o = dut.i_stream, dut.o_stream
     limit = (len(beats) + stages + 10) * 50
     results = []
 
@@ -133,35 +134,33 @@ def simulate(dut, beats, *, seed=0, valid_prob=1.0, ready_prob=1.0):
             if pending is None and sent < len(beats) and rng.random() < valid_prob:
                 pending = beats[sent]
                 cfg = pending.config
-                ctx.set(dut.in_data, pending.data)
-                ctx.set(dut.in_tag, pending.tag)
-                for name in ("mode", "format", "gate_kind"):
-                    ctx.set(getattr(dut, f"in_{name}"), getattr(cfg, name))
-                for name in ("mask", "threshold"):
-                    ctx.set(getattr(dut, f"in_gate_{name}"), getattr(cfg, name))
-            ctx.set(dut.in_valid, pending is not None)
+                ctx.set(i.payload, {
+                    "line": pending.data, "tag": pending.tag, "mode": cfg.mode,
+                    "format": cfg.format, "gate_kind": cfg.gate_kind,
+                    "gate_mask": cfg.mask, "gate_threshold": cfg.threshold})
+            ctx.set(i.valid, pending is not None)
             ready = rng.random() < ready_prob
-            ctx.set(dut.out_ready, ready)
-            in_ready = ctx.get(dut.in_ready)
+            ctx.set(o.ready, ready)
+            in_ready = ctx.get(i.ready)
             if cycle > 0 and ready:
-                assert in_ready, f"in_ready low in cycle {cycle} while out_ready is high"
-            if ready and ctx.get(dut.out_valid):
+                assert in_ready, f"input ready low in cycle {cycle} while output ready is high"
+            if ready and ctx.get(o.valid):
                 n = len(results)
                 assert n < len(accepted_at), f"line out in cycle {cycle} that never went in"
-                tag = ctx.get(dut.out_tag)
+                tag = ctx.get(o.payload.tag)
                 assert tag == beats[n].tag, \
                     f"cycle {cycle}: tag {tag:#x}, expected {beats[n].tag:#x} (line {n})"
-                results.append((beats[n], ctx.get(dut.out_data), cycle - accepted_at[n]))
+                results.append((beats[n], ctx.get(o.payload.line), cycle - accepted_at[n]))
             if pending is not None and in_ready:
                 accepted_at.append(cycle)
                 pending, sent = None, sent + 1
             await ctx.tick()
             cycle += 1
         # Nothing more may come out.
-        ctx.set(dut.out_ready, 1)
-        ctx.set(dut.in_valid, 0)
+        ctx.set(o.ready, 1)
+        ctx.set(i.valid, 0)
         for _ in range(stages + 2):
-            assert not ctx.get(dut.out_valid), "an extra line came out"
+            assert not ctx.get(o.valid), "an extra line came out"
             await ctx.tick()
 
     sim = Simulator(dut)
@@ -242,7 +241,7 @@ def random_beats(rng, line_bits, w, n):
 
 @pytest.mark.parametrize("stages", range(1, 9))
 def test_latency_and_throughput(stages):
-    """out_ready held high, a line offered in every cycle: each line leaves
+    """Output ready held high, a line offered in every cycle: each line leaves
     exactly STAGES cycles after it went in, one per cycle."""
     rng = random.Random(stages)
     beats = random_beats(rng, 64, 8, 40)
@@ -275,7 +274,7 @@ def test_wide_line_backpressure(stages):
 
 def test_not_ready_in_reset():
     """A line offered while ``rst`` is high is not taken (it would be
-    lost); from the first cycle with ``rst`` low, ``in_ready`` is high."""
+    lost); from the first cycle with ``rst`` low, the input is ready."""
     dut = Datapath(line_bits=64, workers=8, stages=3)
     top = Module()
     top.domains.sync = sync = ClockDomain("sync")
@@ -283,11 +282,11 @@ def test_not_ready_in_reset():
     seen = []
 
     async def bench(ctx):
-        ctx.set(dut.out_ready, 1)
-        ctx.set(dut.in_valid, 1)
+        ctx.set(dut.o_stream.ready, 1)
+        ctx.set(dut.i_stream.valid, 1)
         for rst in (1, 1, 0, 0):
             ctx.set(sync.rst, rst)
-            seen.append((rst, ctx.get(dut.in_ready)))
+            seen.append((rst, ctx.get(dut.i_stream.ready)))
             await ctx.tick()
 
     sim = Simulator(top)

@@ -13,9 +13,8 @@ import subprocess
 import sys
 
 import pytest
-from amaranth.back import verilog
 
-from neuron_fabric.hdl.datapath import Datapath
+from neuron_fabric.hdl.export import datapath_verilog
 from neuron_fabric.sim.toolchain import BUILD
 from neuron_fabric.host.facts import DATAPATH_MODULE
 
@@ -70,8 +69,8 @@ def generic_netlist(workers, stages, profile):
     """Yosys generic netlist (JSON) of a 64-bit core."""
     work = BUILD / "tests" / f"structure_w{workers}_s{stages}_{profile}"
     work.mkdir(parents=True, exist_ok=True)
-    (work / "dp.v").write_text(verilog.convert(
-        Datapath(line_bits=64, workers=workers, stages=stages, profile=profile), name=TOP))
+    (work / "dp.v").write_text(datapath_verilog(line_bits=64, workers=workers, stages=stages,
+                                                profile=profile))
     subprocess.run([yosys(), "-q", "-p",
                     f"read_verilog dp.v; synth -flatten -top {TOP}; abc; opt_clean; "
                     "write_json dp.json"], cwd=work, check=True, timeout=600)

@@ -1,0 +1,157 @@
+"""The low-bit aggregation datapath core (SPEC section 3).
+
+Structure
+---------
+The read transform is four combinational steps; pipeline registers sit on
+the boundaries between them.  The paper profile (no optional feature) is
+built for area (:mod:`.steps_paper`), every other profile for depth
+(:mod:`.steps_full`): for W <= 8 each bit a step computes is a function of
+at most seven register outputs (one LUT on ECP5: a LUT4 with the slice's
+wide-function multiplexers)::
+
+                 paper profile              other profiles
+    boundary 0 | A: decode; first full-    A: popcount of each 4 worker bits;
+               |    adder layer of each       output code, margin limit
+               |    lane's popcount
+    boundary 1 | B: two more layers        B: sign count c
+    boundary 2 | C: the count c            C: output bit before gating (raw
+               |                              bit or value by format); margin
+               |                              drop; pattern drop (mask bit)
+    boundary 3 | D: output lane (c, W/2    D: gated output
+               |    if gated, or raw)
+    boundary 4 | (output register, always present)
+
+The PATTERN gate arrives as a mask, one bit per lane (``gate_mask``): the
+top computes it from P, K and the line's phase when it accepts the
+request.  A lane's mask bit travels with the lane's data, in its group's
+registers, so no lane reads another lane's gate.
+
+``STAGES`` registers are spread over the boundaries by
+:data:`~.pipeline.PLACEMENT`, so that STAGES = 1 is one register between
+input and output and each extra stage shortens the longest run of steps
+between two registers (for STAGES 2 and 3: step A alone, then B, C and D,
+or B and then C and D).  Past five stages the extra registers go on
+boundary 0 (input side), where they cost only latency.
+
+The registers, their clock enables (one per stage and copy, from local
+valid chains) and the per-group copies of the per-line controls are the
+:class:`~.pipeline.Pipeline`'s.  Only the valid bits have a reset; data
+registers are reset-less.
+
+The core's ports are two streams; :class:`neuron_fabric.hdl.export.FlatDatapath`
+gives it the contract's flat port names for export.
+"""
+
+from amaranth import Cat, Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from neuron_fabric.host.facts import CORE_FEATURES, DatapathParams, Profile, PROFILES
+
+from .pipeline import PLACEMENT, REPLICA_BITS, Geometry, Pipeline
+from .ports import InputLayout, LineIn, LineOut, OutputLayout
+from .steps_full import FullSteps
+from .steps_paper import PaperSteps
+
+__all__ = ["Datapath", "InputLayout", "OutputLayout", "PLACEMENT", "REPLICA_BITS"]
+
+
+class Datapath(wiring.Component):
+    """Low-bit aggregation datapath (SPEC section 3).
+
+    Parameters
+    ----------
+    line_bits : int
+        LINE_BITS, one of 64, 128, 256, 512, 1024.
+    workers : int
+        W, one of 4, 8, 16.
+    stages : int
+        Latency in cycles, 1..8.
+    profile : str or :class:`~neuron_fabric.host.facts.Profile`
+        ``"full"`` (all of SPEC section 2) or ``"paper"`` (identity,
+        G-Binary, G-Ternary with the PATTERN gate, COUNT output), or any
+        other :class:`Profile` (for feature-cost studies).  Only the
+        features of :data:`~neuron_fabric.host.facts.CORE_FEATURES` concern
+        the core; every profile takes the PATTERN gate as ``gate_mask``.
+
+    Members
+    -------
+    i_stream : ``In(stream.Signature(InputLayout(line_bits=, lanes=)))``
+        Lines and their configuration.  ``ready`` is low while ``rst`` is
+        high and, with ``o_stream.ready`` high, high in every cycle after.
+    o_stream : ``Out(stream.Signature(OutputLayout(line_bits=)))``
+        Transformed lines and their tags, in order; with ``o_stream.ready``
+        high a line accepted at edge ``t`` leaves at edge ``t + stages``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a parameter outside SPEC section 1 (the message quotes it).
+    """
+
+    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):
+        if isinstance(profile, Profile):
+            self._params = DatapathParams(line_bits, workers, stages)
+            self._profile = profile
+        else:
+            self._params = DatapathParams(line_bits, workers, stages, profile)
+            self._profile = PROFILES[profile]
+        super().__init__({
+            "i_stream": In(stream.Signature(InputLayout(line_bits=line_bits,
+                                                        lanes=self._params.lanes))),
+            "o_stream": Out(stream.Signature(OutputLayout(line_bits=line_bits))),
+        })
+
+    @property
+    def params(self):
+        return self._params
+
+    @property
+    def line_bits(self):
+        return self._params.line_bits
+
+    @property
+    def workers(self):
+        return self._params.workers
+
+    @property
+    def stages(self):
+        return self._params.stages
+
+    @property
+    def profile(self):
+        return self._profile
+
+    @property
+    def lanes(self):
+        return self._params.lanes
+
+    @property
+    def paper_like(self):
+        """The profile has none of the optional features of the core: the
+        paper's datapath, built for area."""
+        return not any(self._profile.has(f) for f in CORE_FEATURES)
+
+    @property
+    def geometry(self):
+        """How the line is cut into groups, one control copy each: groups
+        of :data:`REPLICA_BITS` bits for the profile, or one lane if wider."""
+        group_bits = max(REPLICA_BITS["paper" if self.paper_like else "other"], self.workers)
+        return Geometry(self.line_bits, self.workers, group_bits)
+
+    def elaborate(self, platform):
+        m = Module()
+        geo = self.geometry
+        pipe = Pipeline(m, stages=self.stages, in_valid=self.i_stream.valid,
+                        out_ready=self.o_stream.ready)
+        steps = PaperSteps(geo, pipe.wire) if self.paper_like \
+            else FullSteps(geo, self._profile, pipe.wire)
+        line = LineIn.from_payload(self.i_stream.payload, geo)
+        out: LineOut = pipe.run(line, steps.steps, self.stages)
+        m.d.comb += [
+            self.i_stream.ready.eq(pipe.in_ready),
+            self.o_stream.valid.eq(pipe.out_valid),
+            self.o_stream.payload.line.eq(Cat(*out.data)),
+            self.o_stream.payload.tag.eq(out.tag),
+        ]
+        return m
