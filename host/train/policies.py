@@ -150,7 +150,7 @@ TUNED_LR = {
     "digits": {"fp32": 0.03, "gbinary": 3e-4, "gternary": 3e-4, "gternary-rotating": 3e-4,
                "gternary-margin": 3e-4,
                "signofmean": 1e-3, "gbinary-margin": 3e-4},
-    "pairs": {"fp32": 0.1, "gbinary": 1e-3, "gternary": 3e-4, "gternary-rotating": 3e-4,
+    "pairs": {"fp32": 0.1, "gbinary": 1e-3, "gternary": 3e-4, "gternary-rotating": 1e-3,
               "gternary-margin": 1e-3,
               "signofmean": 3e-4, "gbinary-margin": 3e-4},
 }
