@@ -17,7 +17,7 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .datapath import Datapath
+from .datapath import DatapathDesign
 
 __all__ = ["FlatDatapath", "datapath_verilog", "top_verilog", "write_verilog", "main"]
 
@@ -30,6 +30,10 @@ def _flat_port(direction, field):
 
 class FlatDatapath(wiring.Component):
     """The datapath core under the flat port names of SPEC section 3.
+
+    The core's logic is built into this module between two internal
+    streams (:meth:`DatapathDesign.build`), not held as a submodule, so
+    the exported core is one module whose registers keep their names.
 
     Parameters
     ----------
@@ -45,26 +49,23 @@ class FlatDatapath(wiring.Component):
     """
 
     def __init__(self, **params):
-        self._core = Datapath(**params)
+        self._design = DatapathDesign.of(**params)
         members = {}
-        for direction, port, inward in self._streams():
+        for direction, port, inward in self._streams(self._design.signature.create()):
             members[f"{direction}_valid"] = (In if inward else Out)(1)
             members[f"{direction}_ready"] = (Out if inward else In)(1)
             for field, value in port.payload.shape():
                 members[_flat_port(direction, field)] = (In if inward else Out)(value.shape)
         super().__init__(members)
 
-    @property
-    def core(self):
-        return self._core
-
-    def _streams(self):
-        return [("in", self._core.i_stream, True), ("out", self._core.o_stream, False)]
+    @staticmethod
+    def _streams(core):
+        return [("in", core.i_stream, True), ("out", core.o_stream, False)]
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.core = self._core
-        for direction, port, inward in self._streams():
+        core = self._design.signature.create()
+        for direction, port, inward in self._streams(core):
             valid = getattr(self, f"{direction}_valid")
             ready = getattr(self, f"{direction}_ready")
             fields = [(port.payload[field], getattr(self, _flat_port(direction, field)))
@@ -75,6 +76,7 @@ class FlatDatapath(wiring.Component):
             else:
                 m.d.comb += [valid.eq(port.valid), port.ready.eq(ready),
                              *(flat.eq(inner) for inner, flat in fields)]
+        self._design.build(m, core.i_stream, core.o_stream)
         return m
 
 

@@ -39,8 +39,10 @@ valid chains) and the per-group copies of the per-line controls are the
 registers are reset-less.
 
 The core's ports are two streams; :class:`neuron_fabric.hdl.export.FlatDatapath`
-gives it the contract's flat port names for export.
+builds the same logic under the contract's flat port names for export.
 """
+
+from dataclasses import dataclass
 
 from amaranth import Cat, Module
 from amaranth.lib import stream, wiring
@@ -53,7 +55,71 @@ from .ports import InputLayout, LineIn, LineOut, OutputLayout
 from .steps_full import FullSteps
 from .steps_paper import PaperSteps
 
-__all__ = ["Datapath", "InputLayout", "OutputLayout", "PLACEMENT", "REPLICA_BITS"]
+__all__ = ["Datapath", "DatapathDesign", "InputLayout", "OutputLayout", "PLACEMENT",
+           "REPLICA_BITS"]
+
+
+@dataclass(frozen=True)
+class DatapathDesign:
+    """The core for one parameter set, apart from any component: its
+    signature and its logic between two streams.  :class:`Datapath` is it
+    as a component; the flat export builds the same logic into its own
+    module, so the exported core stays one module.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a parameter outside SPEC section 1 (the message quotes it).
+    """
+    params: DatapathParams
+    profile: Profile
+
+    @classmethod
+    def of(cls, *, line_bits=512, workers=8, stages=5, profile="full"):
+        """From :class:`Datapath`'s parameters (``profile`` a name or a
+        :class:`Profile`)."""
+        if isinstance(profile, Profile):
+            return cls(DatapathParams(line_bits, workers, stages), profile)
+        return cls(DatapathParams(line_bits, workers, stages, profile), PROFILES[profile])
+
+    @property
+    def signature(self):
+        p = self.params
+        return wiring.Signature({
+            "i_stream": In(stream.Signature(InputLayout(line_bits=p.line_bits, lanes=p.lanes))),
+            "o_stream": Out(stream.Signature(OutputLayout(line_bits=p.line_bits))),
+        })
+
+    @property
+    def paper_like(self):
+        """The profile has none of the optional features of the core: the
+        paper's datapath, built for area."""
+        return not any(self.profile.has(f) for f in CORE_FEATURES)
+
+    @property
+    def geometry(self):
+        """How the line is cut into groups, one control copy each: groups
+        of :data:`REPLICA_BITS` bits for the profile, or one lane if wider."""
+        p = self.params
+        group_bits = max(REPLICA_BITS["paper" if self.paper_like else "other"], p.workers)
+        return Geometry(p.line_bits, p.workers, group_bits)
+
+    def build(self, m, i_stream, o_stream):
+        """The core's logic in module ``m``, from stream ``i_stream`` to
+        ``o_stream`` (interfaces of :attr:`signature`'s members)."""
+        geo = self.geometry
+        pipe = Pipeline(m, stages=self.params.stages, in_valid=i_stream.valid,
+                        out_ready=o_stream.ready)
+        steps = PaperSteps(geo, pipe.wire) if self.paper_like \
+            else FullSteps(geo, self.profile, pipe.wire)
+        line = LineIn.from_payload(i_stream.payload, geo)
+        out: LineOut = pipe.run(line, steps.steps, self.params.stages)
+        m.d.comb += [
+            i_stream.ready.eq(pipe.in_ready),
+            o_stream.valid.eq(pipe.out_valid),
+            o_stream.payload.line.eq(Cat(*out.data)),
+            o_stream.payload.tag.eq(out.tag),
+        ]
 
 
 class Datapath(wiring.Component):
@@ -90,68 +156,35 @@ class Datapath(wiring.Component):
     """
 
     def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):
-        if isinstance(profile, Profile):
-            self._params = DatapathParams(line_bits, workers, stages)
-            self._profile = profile
-        else:
-            self._params = DatapathParams(line_bits, workers, stages, profile)
-            self._profile = PROFILES[profile]
-        super().__init__({
-            "i_stream": In(stream.Signature(InputLayout(line_bits=line_bits,
-                                                        lanes=self._params.lanes))),
-            "o_stream": Out(stream.Signature(OutputLayout(line_bits=line_bits))),
-        })
+        self._design = DatapathDesign.of(line_bits=line_bits, workers=workers, stages=stages,
+                                         profile=profile)
+        super().__init__(self._design.signature)
 
     @property
     def params(self):
-        return self._params
+        return self._design.params
 
     @property
     def line_bits(self):
-        return self._params.line_bits
+        return self.params.line_bits
 
     @property
     def workers(self):
-        return self._params.workers
+        return self.params.workers
 
     @property
     def stages(self):
-        return self._params.stages
+        return self.params.stages
 
     @property
     def profile(self):
-        return self._profile
+        return self._design.profile
 
     @property
     def lanes(self):
-        return self._params.lanes
-
-    @property
-    def paper_like(self):
-        """The profile has none of the optional features of the core: the
-        paper's datapath, built for area."""
-        return not any(self._profile.has(f) for f in CORE_FEATURES)
-
-    @property
-    def geometry(self):
-        """How the line is cut into groups, one control copy each: groups
-        of :data:`REPLICA_BITS` bits for the profile, or one lane if wider."""
-        group_bits = max(REPLICA_BITS["paper" if self.paper_like else "other"], self.workers)
-        return Geometry(self.line_bits, self.workers, group_bits)
+        return self.params.lanes
 
     def elaborate(self, platform):
         m = Module()
-        geo = self.geometry
-        pipe = Pipeline(m, stages=self.stages, in_valid=self.i_stream.valid,
-                        out_ready=self.o_stream.ready)
-        steps = PaperSteps(geo, pipe.wire) if self.paper_like \
-            else FullSteps(geo, self._profile, pipe.wire)
-        line = LineIn.from_payload(self.i_stream.payload, geo)
-        out: LineOut = pipe.run(line, steps.steps, self.stages)
-        m.d.comb += [
-            self.i_stream.ready.eq(pipe.in_ready),
-            self.o_stream.valid.eq(pipe.out_valid),
-            self.o_stream.payload.line.eq(Cat(*out.data)),
-            self.o_stream.payload.tag.eq(out.tag),
-        ]
+        self._design.build(m, self.i_stream, self.o_stream)
         return m
