@@ -77,17 +77,15 @@ def measure(configs, jobs, seed, smoke=False):
         print(exc, flush=True)
     # The top's route is the longest chain: it starts first, its cells and
     # area beside it, then the cores.
-    keys = sorted(configs, key=lambda k: (k != "top", k))
     tasks = []
-    for k in keys:
-        c = configs[k]
+    for k, c in configs.items():
         tasks.append((k, "route", f"{c.name} route seed {seed}",
                       lambda c=c: ecp5_chain(c, vfiles[c], seed, smoke)))
         tasks.append((k, "area", f"{c.name} cells and area",
                       lambda c=c: area_chain(c, vfiles[c])))
     tasks.sort(key=lambda t: (t[0] != "top", t[1] != "route"))
     results = flowlib.run_parallel([(title, fn) for _, _, title, fn in tasks], jobs, "summary")
-    out = {k: {} for k in keys}
+    out = {k: {} for k in configs}                  # the table's column order
     for (k, kind, _, _), res in zip(tasks, results):
         out[k].update({"route": res} if kind == "route" else res)
     return out

@@ -415,7 +415,11 @@ def _closed_section(r, closing):
     for key, label in _CLOSED_ROWS:
         paper = "hidden–1.11" if key == "scaleout_congested_pct" else _cell(P[key])
         rows.append([label, paper, _cell(r[key])] + [_cell(closed[p][key]) for p in order])
-    sources = " and ".join(sorted({closed[p]["source"] for p in order}))
+    where = {"ge.json": "`build/reports/ge.json` (`make ge`)",
+             "computed": "the GE model run by `make envelope` on the configurations it "
+                         "needed (no `ge.json`)"}
+    sources = " and ".join(sorted({where.get(c["source"], c["source"])
+                                   for c in closing.values()}))
     never = "".join(f" The {p} profile has no positive slack up to STAGES "
                     f"{STAGES_RANGE[-1]} ({c['slack_ps_2ghz']:+.0f} ps there)."
                     for p, c in open_.items())
