@@ -334,8 +334,10 @@ def run_pilots(quick=False, progress=True):
 
 
 def _stats(per_seed, key):
+    """Mean and sample standard deviation (ddof 1, 0 for one seed) over seeds,
+    as the training report gives them."""
     values = np.array([r[key] for r in per_seed.values()], dtype=float)
-    return float(values.mean()), float(values.std())
+    return float(values.mean()), float(values.std(ddof=1)) if len(values) > 1 else 0.0
 
 
 def _split_name(modes):
@@ -375,7 +377,8 @@ def report(results):
             acc, std = _stats(per_seed, "final_accuracy")
             lines.append(f"| {trace} | {chosen} | {_stats(per_seed, 'traffic_ratio')[0]:.4f}x | "
                          f"{100 * acc:.2f} ± {100 * std:.2f} |")
-        lines += ["", f"Paper (CIFAR-100 live loop): {_split_name(PAPER['ladder'])}.", ""]
+        lines += ["", f"Paper (CIFAR-100 live loop): {_split_name(PAPER['ladder'])}.", "",
+                  "![ladder and late update](pilots_ladder_late.png)", ""]
     late = results.get("late", {})
     if late:
         lines += ["## Late mode update (Fig. 3d) in the loop", "",
@@ -431,6 +434,43 @@ def plot_recovery(results, path):
     plt.close(fig)
 
 
+def plot_ladder_and_late(results, path):
+    """Two panels: accuracy against traffic for the live ladder and the fixed
+    splits (hard task), and accuracy and traffic against the delay k of a
+    late mode update (easy task); mean and std over seeds."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for trace, per_seed in results.get("ladder", {}).items():
+        acc, std = _stats(per_seed, "final_accuracy")
+        traffic = _stats(per_seed, "traffic_ratio")[0]
+        live = trace == "live ladder"
+        left.errorbar(traffic, 100 * acc, yerr=100 * std, fmt="*" if live else "o",
+                      markersize=12 if live else 6, capsize=3, label=trace)
+    left.set_xscale("log")
+    left.set_xlabel("traffic vs FP32 (measured payload)")
+    left.set_ylabel("final test accuracy (%)")
+    left.set_title("live ladder against fixed splits, hard task", fontsize=9)
+    left.legend(fontsize=6)
+    late = results.get("late", {})
+    if late:
+        ks = [int(t.split()[-1]) for t in late]
+        acc = np.array([_stats(v, "final_accuracy") for v in late.values()])
+        traffic = [_stats(v, "traffic_ratio")[0] for v in late.values()]
+        right.errorbar(ks, 100 * acc[:, 0], yerr=100 * acc[:, 1], fmt="k.-", capsize=3,
+                       label="accuracy")
+        right.set_xlabel("mode write delayed by k steps")
+        right.set_ylabel("final test accuracy (%)")
+        other = right.twinx()
+        other.plot(ks, traffic, "s--", color="tab:orange", label="traffic")
+        other.set_ylabel("traffic vs FP32", color="tab:orange")
+        right.set_title("late mode update in the loop, easy task", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.host.pilots",
                         description="The control-plane pilots: pilots.md, pilots.json, plots.")
@@ -443,8 +483,9 @@ def main(argv=None):
     results = run_pilots(args.quick)
     (out / "pilots.json").write_text(json.dumps(results, indent=1))
     plot_recovery(results, out / "pilots_recovery.png")
+    plot_ladder_and_late(results, out / "pilots_ladder_late.png")
     (out / "pilots.md").write_text(report(results))
-    print(f"wrote {out / 'pilots.md'}, pilots.json, pilots_recovery.png "
+    print(f"wrote {out / 'pilots.md'}, pilots.json, pilots_recovery.png, pilots_ladder_late.png "
           f"in {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -337,3 +337,33 @@ def test_a_group_whose_region_cannot_be_released_still_runs_fp32_on_the_host():
         assert plane.faults and "injected bus error" in plane.faults[0].error
         assert all(not p.low_bit for p in plane.runtime.policies.values())
     run(body())
+
+
+def test_pilot_report_and_plots_from_records(tmp_path):
+    """The pilots' report and plots from hand-made records: the means over
+    seeds in the tables, the paper's figures beside them, both PNGs written."""
+    from neuron_fabric.host import pilots
+
+    def record(acc, traffic, share, modes):
+        return dict(low_bit_share=share, traffic_ratio=traffic, final_accuracy=acc,
+                    step_ms=1.0, modes=[modes] * 4, loss=[2.0, 1.5, 1.0, 0.8],
+                    curve=[dict(step=2, test=acc / 2), dict(step=4, test=acc)],
+                    decisions=[], faults=[])
+
+    fp32, gb = {"backbone": "fp32", "head": "fp32"}, {"backbone": "gbinary", "head": "fp32"}
+    results = {
+        "recovery": {"always-fp32": {"0": record(0.90, 1.0, 0.0, fp32),
+                                     "1": record(0.94, 1.0, 0.0, fp32)}},
+        "ladder": {"live ladder": {"0": record(0.80, 0.2, 0.9, gb)},
+                   "fp32": {"0": record(0.85, 1.0, 0.0, fp32)}},
+        "late": {"delay 0": {"0": record(0.7, 0.1, 0.9, gb)},
+                 "delay 8": {"0": record(0.9, 0.12, 0.8, gb)}},
+    }
+    text = pilots.report(results)
+    assert "| always-fp32 | 0.00% | 1.000x | 92.00 ± 2.83 |"   # sample std of 90 and 94 in text
+    assert "81.11%" in text and "0.214x" in text and "90.87 ± 1.04" in text
+    assert "gbinary backbone + fp32 head" in text
+    pilots.plot_recovery(results, tmp_path / "recovery.png")
+    pilots.plot_ladder_and_late(results, tmp_path / "ladder_late.png")
+    for png in ("recovery.png", "ladder_late.png"):
+        assert (tmp_path / png).read_bytes()[:4] == b"\x89PNG"
