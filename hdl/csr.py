@@ -1,39 +1,43 @@
 """AXI4-Lite control registers of the top (SPEC section 4.4).
 
-The decode is generated from :class:`neuron_fabric.host.regmap.RegisterMap`: each
-register's ``kind`` selects its behaviour, its fields give the bits that hold
-state.  Nothing about offsets or bit positions is written here.
+The decode is generated from :class:`neuron_fabric.host.regmap.RegisterMap`:
+each register's ``kind`` selects its behaviour, its fields give the bits
+that hold state; the CFG word's layout is built from ``CFG_FIELDS``.
+Nothing about offsets or bit positions is written here.
+
+Both channels are pipelined so that no path crosses more than a few LUTs:
+an address is decoded into a registered one-hot select, a read value is
+gathered by a two-level OR of registered partial results, and a write
+goes decode -> fetch the old CFG fields -> check -> commit, one step per
+cycle.  A write asks the request pipeline to hold new requests
+(``config.hold``) as soon as it is captured and commits once the pipeline
+reports that no accepted request is still reading the configuration
+(``config.idle``); BVALID rises the cycle after.  The request pipeline
+never stalls, so the wait is bounded (docs/top.md).
 """
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.regmap import ADDR_BITS, CFG_FIELDS, CXL_ADDR_BITS, DATA_BITS, RegisterMap, STATUS_BITS
+from neuron_fabric.host.regmap import (ADDR_BITS, CFG_ENABLE, CFG_FIELDS, CXL_ADDR_BITS, DATA_BITS,
+                                       RegisterMap, STATUS_BITS)
+from .bus import AXI4LiteSignature, OKAY, SLVERR
+from .counter import SplitCounter
 
-__all__ = ["AXIL_PORTS", "CfgLayout", "RegionLayout", "ControlRegisters", "OKAY", "SLVERR"]
+__all__ = ["CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "EventSignature",
+           "ControlRegisters"]
 
-OKAY = 0b00
-SLVERR = 0b10
+#: The 32-bit CFG word (SPEC 4.4), from the register map's field list.
+CfgWordLayout = data.FlexibleLayout(DATA_BITS, {
+    f.name: data.Field(unsigned(f.width), f.lsb) for f in CFG_FIELDS + (CFG_ENABLE,)})
 
-#: AXI4-Lite slave ports (name, direction seen from the slave, width).
-AXIL_PORTS = (
-    ("s_axil_awaddr", "in", ADDR_BITS), ("s_axil_awprot", "in", 3),
-    ("s_axil_awvalid", "in", 1), ("s_axil_awready", "out", 1),
-    ("s_axil_wdata", "in", DATA_BITS), ("s_axil_wstrb", "in", DATA_BITS // 8),
-    ("s_axil_wvalid", "in", 1), ("s_axil_wready", "out", 1),
-    ("s_axil_bresp", "out", 2), ("s_axil_bvalid", "out", 1), ("s_axil_bready", "in", 1),
-    ("s_axil_araddr", "in", ADDR_BITS), ("s_axil_arprot", "in", 3),
-    ("s_axil_arvalid", "in", 1), ("s_axil_arready", "out", 1),
-    ("s_axil_rdata", "out", DATA_BITS), ("s_axil_rresp", "out", 2),
-    ("s_axil_rvalid", "out", 1), ("s_axil_rready", "in", 1),
-)
-
-#: One read configuration as the datapath needs it (CFG layout less ``enable``).
+#: One read configuration as the request pipeline carries it (no enable).
 CfgLayout = data.StructLayout({f.name: f.width for f in CFG_FIELDS})
 
-
 _ADDR_KINDS = ("base_lo", "base_hi", "limit_lo", "limit_hi")
+#: Registers OR-ed together in the first level of the read multiplexer.
+_READ_GROUP = 8
 
 
 def RegionLayout(addr_bits):
@@ -42,14 +46,35 @@ def RegionLayout(addr_bits):
                               "base": addr_bits, "limit": addr_bits})
 
 
+def ConfigSignature(params):
+    """What the registers hand the request pipeline (seen from the registers).
+
+    ``hold`` asks the pipeline to accept no new request; ``idle`` answers
+    that none it accepted still reads the configuration."""
+    members = {"default": Out(CfgLayout), "hold": Out(1), "idle": In(1)}
+    if params.regions:
+        addr_bits = CXL_ADDR_BITS - params.offset_bits
+        members["regions"] = Out(data.ArrayLayout(RegionLayout(addr_bits), params.regions))
+    return wiring.Signature(members)
+
+
+def EventSignature():
+    """Events the top reports to STATUS and the counters (seen from the source):
+    STATUS bits 0..3 to set, the number of events setting a STATUS bit, and
+    counters 0..4 to increment."""
+    return wiring.Signature({"status_set": Out(4), "error_count": Out(3), "count_inc": Out(5)})
+
+
+def cfg_invalid(cfg, workers):
+    """SPEC 4.4's rule for a CFG value, as logic (``host.regmap.cfg_check`` in Python)."""
+    return ((cfg.format == 3) | (cfg.period == 0) | (cfg.keep > cfg.period) |
+            (cfg.threshold > workers))
+
+
 class ControlRegisters(wiring.Component):
     """AXI4-Lite slave holding DEFAULT_CFG, STATUS, counters and the region table.
 
-    One read and one write are handled at a time.  A write is performed only
-    while ``write_go`` is high; ``write_pending`` asks for it, so that the
-    request path can stop accepting requests and drain the stages that read
-    the configuration (then "a write applies to requests accepted after its
-    BVALID" holds exactly).
+    One read and one write are handled at a time.
 
     Parameters
     ----------
@@ -57,40 +82,21 @@ class ControlRegisters(wiring.Component):
 
     Members
     -------
-    s_axil_* :
-        The AXI4-Lite slave port (see :data:`AXIL_PORTS`).
-    default_cfg : CfgLayout, out
-    regions : ArrayLayout(RegionLayout, REGIONS), out
-        Region table; base and limit are line addresses (byte address >>
-        log2(LINE_BYTES)).
-    status_set : In(4)
-        STATUS bits 0..3 to set this cycle.
-    error_count : In(3)
-        Events this cycle that set a STATUS bit (BAD_CSR is added here).
-    count_inc : In(5)
-        Counters 0..4 to increment this cycle.
-    write_pending : Out(1)
-    write_go : In(1)
+    bus : In(AXI4LiteSignature(addr_width=12, data_width=32))
+    config : Out(ConfigSignature(params))
+        DEFAULT_CFG and the region table (base and limit as line addresses),
+        and the hold/idle handshake with the request pipeline.
+    events : In(EventSignature())
     """
 
     def __init__(self, params):
         self._params = params
         self._map = RegisterMap(params)
-        self._addr_bits = CXL_ADDR_BITS - params.offset_bits
-        ports = {}
-        for name, direction, width in AXIL_PORTS:
-            ports[name] = In(width) if direction == "in" else Out(width)
-        ports.update({
-            "default_cfg": Out(CfgLayout),
-            "status_set": In(4),
-            "error_count": In(3),
-            "count_inc": In(5),
-            "write_pending": Out(1),
-            "write_go": In(1),
+        super().__init__({
+            "bus": In(AXI4LiteSignature(addr_width=ADDR_BITS, data_width=DATA_BITS)),
+            "config": Out(ConfigSignature(params)),
+            "events": In(EventSignature()),
         })
-        if params.regions:
-            ports["regions"] = Out(data.ArrayLayout(RegionLayout(self._addr_bits), params.regions))
-        super().__init__(ports)
 
     @property
     def register_map(self):
@@ -98,140 +104,175 @@ class ControlRegisters(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        p = self._params
-        rmap = self._map
-
-        # -- state --------------------------------------------------------------
-        cfg_regs = {}       # register name -> Signal(32) holding its CFG bits
-        addr_regs = {}      # register name -> Signal(32) holding an address word
+        regs = self._map.registers
+        store = {reg.name: Signal(DATA_BITS, name=reg.name.lower(), init=reg.reset)
+                 for reg in regs if reg.kind == "cfg" or reg.kind in _ADDR_KINDS}
         status = Signal(len(STATUS_BITS))
-        counters = [Signal(64, name=f"counter{j}") for j in range(6)]
-        snapshots = [Signal(32, name=f"counter{j}_hi_snap") for j in range(6)]
-        for reg in rmap.registers:
-            if reg.kind == "cfg":
-                cfg_regs[reg.name] = Signal(32, name=reg.name.lower(), init=reg.reset)
-            elif reg.kind in _ADDR_KINDS:
-                addr_regs[reg.name] = Signal(32, name=reg.name.lower())
+        counters = [SplitCounter(name=f"counter{j}") for j in range(6)]
+        for j, counter in enumerate(counters):
+            m.submodules[f"counter{j}"] = counter
+        self._outputs(m, store)
+        bad_event, clear = self._write(m, regs, store)
+        self._read(m, regs, store, status, counters)
 
-        def cfg_view(sig):
-            return {f.name: sig[f.lsb:f.lsb + f.width] for f in CFG_FIELDS}
-
-        for name, value in cfg_view(cfg_regs["DEFAULT_CFG"]).items():
-            m.d.comb += self.default_cfg[name].eq(value)
-        ob = p.offset_bits
-        for r in range(p.regions):
-            cfg = cfg_regs[f"REGION{r}_CFG"]
-            region = self.regions[r]
-            for name, value in cfg_view(cfg).items():
-                m.d.comb += region.cfg[name].eq(value)
-            m.d.comb += [
-                region.enable.eq(cfg[31]),
-                region.base.eq(Cat(addr_regs[f"REGION{r}_BASE_LO"],
-                                   addr_regs[f"REGION{r}_BASE_HI"][:20])[ob:]),
-                region.limit.eq(Cat(addr_regs[f"REGION{r}_LIMIT_LO"],
-                                    addr_regs[f"REGION{r}_LIMIT_HI"][:20])[ob:]),
-            ]
-
-        # -- write channel --------------------------------------------------------
-        aw_full = Signal()
-        aw_addr = Signal(ADDR_BITS)
-        w_full = Signal()
-        w_data = Signal(DATA_BITS, reset_less=True)
-        w_strb = Signal(DATA_BITS // 8)
-        bvalid = Signal()
-        bresp = Signal(2)
-        m.d.comb += [
-            self.s_axil_awready.eq(~aw_full),
-            self.s_axil_wready.eq(~w_full),
-            self.s_axil_bvalid.eq(bvalid),
-            self.s_axil_bresp.eq(bresp),
-            self.write_pending.eq(aw_full & w_full & ~bvalid),
-        ]
-        with m.If(self.s_axil_awvalid & ~aw_full):
-            m.d.sync += [aw_full.eq(1), aw_addr.eq(self.s_axil_awaddr)]
-        with m.If(self.s_axil_wvalid & ~w_full):
-            m.d.sync += [w_full.eq(1), w_data.eq(self.s_axil_wdata), w_strb.eq(self.s_axil_wstrb)]
-        with m.If(bvalid & self.s_axil_bready):
-            m.d.sync += bvalid.eq(0)
-
-        byte_mask = Cat(w_strb[i].replicate(8) for i in range(DATA_BITS // 8))
-        commit = Signal()
-        bad = Signal()
-        clear = Signal(len(STATUS_BITS))
-        m.d.comb += commit.eq(self.write_pending & self.write_go)
-
-        w = p.workers
-        with m.If(commit):
-            m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1),
-                         bresp.eq(OKAY)]
-            with m.Switch(aw_addr[2:]):
-                for reg in rmap.registers:
-                    with m.Case(reg.offset >> 2):
-                        if reg.kind == "cfg":
-                            old = cfg_regs[reg.name]
-                            new = Signal(32, name=f"{reg.name.lower()}_new")
-                            m.d.comb += new.eq(((old & ~byte_mask) | (w_data & byte_mask))
-                                               & reg.writable_mask)
-                            f = cfg_view(new)
-                            invalid = ((f["format"] == 3) | (f["period"] == 0) |
-                                       (f["keep"] > f["period"]) | (f["threshold"] > w))
-                            with m.If(invalid):
-                                m.d.comb += bad.eq(1)
-                            with m.Else():
-                                m.d.sync += old.eq(new)
-                        elif reg.kind == "status":
-                            m.d.comb += clear.eq((w_data & byte_mask)[:len(STATUS_BITS)])
-                        elif reg.kind in _ADDR_KINDS:
-                            old = addr_regs[reg.name]
-                            m.d.sync += old.eq(((old & ~byte_mask) | (w_data & byte_mask))
-                                               & reg.writable_mask)
-                        else:
-                            m.d.comb += bad.eq(1)
-                with m.Default():
-                    m.d.comb += bad.eq(1)
-            with m.If(bad):
-                m.d.sync += bresp.eq(SLVERR)
-
-        # -- status and counters -------------------------------------------------
-        m.d.sync += status.eq((status & ~clear) | Cat(self.status_set, bad))
+        ev = self.events
+        set_q = Signal(4)
+        inc_q = Signal(5)
+        err_q = Signal(3)
+        m.d.sync += [set_q.eq(ev.status_set), inc_q.eq(ev.count_inc), err_q.eq(ev.error_count)]
+        m.d.sync += status.eq((status & ~clear) | Cat(set_q, bad_event))
         for j in range(5):
-            with m.If(self.count_inc[j]):
-                m.d.sync += counters[j].eq(counters[j] + 1)
-        m.d.sync += counters[5].eq(counters[5] + self.error_count + bad)
-
-        # -- read channel --------------------------------------------------------
-        rvalid = Signal()
-        rdata = Signal(DATA_BITS)
-        rresp = Signal(2)
-        m.d.comb += [
-            self.s_axil_arready.eq(~rvalid),
-            self.s_axil_rvalid.eq(rvalid),
-            self.s_axil_rdata.eq(rdata),
-            self.s_axil_rresp.eq(rresp),
-        ]
-        with m.If(rvalid & self.s_axil_rready):
-            m.d.sync += rvalid.eq(0)
-        with m.If(self.s_axil_arvalid & ~rvalid):
-            m.d.sync += [rvalid.eq(1), rresp.eq(OKAY), rdata.eq(0)]
-            with m.Switch(self.s_axil_araddr[2:]):
-                for reg in rmap.registers:
-                    with m.Case(reg.offset >> 2):
-                        m.d.sync += rdata.eq(self._read_value(m, reg, cfg_regs, addr_regs,
-                                                              status, counters, snapshots))
-                with m.Default():
-                    m.d.sync += rresp.eq(SLVERR)
+            m.d.comb += counters[j].inc.eq(inc_q[j])
+        m.d.comb += counters[5].inc.eq(err_q + bad_event)
         return m
 
-    def _read_value(self, m, reg, cfg_regs, addr_regs, status, counters, snapshots):
-        if reg.kind == "const":
-            return Const(reg.value, 32)
-        if reg.kind == "cfg":
-            return cfg_regs[reg.name]
-        if reg.kind == "status":
-            return status
-        if reg.kind == "counter_lo":
-            m.d.sync += snapshots[reg.index].eq(counters[reg.index][32:])
-            return counters[reg.index][:32]
-        if reg.kind == "counter_hi":
-            return snapshots[reg.index]
-        return addr_regs[reg.name]
+    def _outputs(self, m, store):
+        p = self._params
+        default = data.View(CfgWordLayout, store["DEFAULT_CFG"])
+        m.d.comb += [self.config.default[f.name].eq(default[f.name]) for f in CFG_FIELDS]
+        ob = p.offset_bits
+        for r in range(p.regions):
+            word = data.View(CfgWordLayout, store[f"REGION{r}_CFG"])
+            region = self.config.regions[r]
+            m.d.comb += [region.cfg[f.name].eq(word[f.name]) for f in CFG_FIELDS]
+            m.d.comb += [
+                region.enable.eq(word.enable),
+                region.base.eq(Cat(store[f"REGION{r}_BASE_LO"],
+                                   store[f"REGION{r}_BASE_HI"][:CXL_ADDR_BITS - 32])[ob:]),
+                region.limit.eq(Cat(store[f"REGION{r}_LIMIT_LO"],
+                                    store[f"REGION{r}_LIMIT_HI"][:CXL_ADDR_BITS - 32])[ob:]),
+            ]
+
+    def _decode(self, m, addr, name):
+        """Registered one-hot select of the register at ``addr`` (word address)."""
+        sel = [Signal(name=f"{name}_{reg.name.lower()}") for reg in self._map.registers]
+        m.d.sync += [s.eq(addr == reg.offset >> 2) for s, reg in zip(sel, self._map.registers)]
+        return sel
+
+    def _write(self, m, regs, store):
+        bus = self.bus
+        aw_full, w_full, bvalid = Signal(), Signal(), Signal()
+        aw_addr = Signal(ADDR_BITS - 2)
+        w_data = Signal(DATA_BITS, reset_less=True)
+        w_strb = Signal(DATA_BITS // 8)
+        bresp = Signal(2)
+        # One flip-flop per step: decode, fetch the old CFG fields, check, wait, commit.
+        decode, fetch, check, wait, commit = (Signal(name=f"csr_w_{n}") for n in
+                                              ("decode", "fetch", "check", "wait", "commit"))
+        m.d.comb += [
+            bus.awready.eq(~aw_full), bus.wready.eq(~w_full),
+            bus.bvalid.eq(bvalid), bus.bresp.eq(bresp),
+        ]
+        with m.If(bus.awvalid & ~aw_full):
+            m.d.sync += [aw_full.eq(1), aw_addr.eq(bus.awaddr[2:])]
+        with m.If(bus.wvalid & ~w_full):
+            m.d.sync += [w_full.eq(1), w_data.eq(bus.wdata), w_strb.eq(bus.wstrb)]
+        with m.If(bvalid & bus.bready):
+            m.d.sync += bvalid.eq(0)
+
+        held = aw_full & w_full
+        start = held & ~(decode | fetch | check | wait | commit)
+        go = self.config.idle & ~bvalid
+        sel = self._decode(m, aw_addr, "wsel")
+        m.d.comb += self.config.hold.eq(held)
+        m.d.sync += [decode.eq(start), fetch.eq(decode), check.eq(fetch),
+                     wait.eq((check | wait) & held & ~go),
+                     commit.eq((check | wait) & held & go)]
+
+        # fetch: the old CFG fields of the selected register, and what kind it is
+        cfg_sel = [(s, store[r.name]) for s, r in zip(sel, regs) if r.kind == "cfg"]
+        old = Signal(DATA_BITS)
+        is_cfg, writable = Signal(), Signal()
+        m.d.sync += [
+            old.eq(_one_hot_or(cfg_sel)),
+            is_cfg.eq(_any(s for s, _ in cfg_sel)),
+            writable.eq(_any(s for s, r in zip(sel, regs)
+                             if r.kind == "cfg" or r.kind == "status" or r.kind in _ADDR_KINDS)),
+        ]
+        # check: SPEC 4.4 on the value the write would produce
+        byte_mask = Cat(w_strb[i].replicate(8) for i in range(DATA_BITS // 8))
+        merged = data.View(CfgWordLayout, (old & ~byte_mask) | (w_data & byte_mask))
+        bad = Signal()
+        with m.If(fetch):
+            m.d.sync += bad.eq(~writable | (is_cfg & cfg_invalid(merged, self._params.workers)))
+
+        clear = Signal(len(STATUS_BITS))
+        with m.If(commit):
+            m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1),
+                         bresp.eq(_resp(bad))]
+            for s, reg in zip(sel, regs):
+                if reg.kind == "status":
+                    with m.If(s):
+                        m.d.comb += clear.eq((w_data & byte_mask)[:len(STATUS_BITS)])
+                elif reg.kind == "cfg" or reg.kind in _ADDR_KINDS:
+                    self._store_bytes(m, store[reg.name], reg.writable_mask, s & ~bad,
+                                      w_data, w_strb)
+        bad_event = Signal()
+        m.d.comb += bad_event.eq(commit & bad)
+        return bad_event, clear
+
+    @staticmethod
+    def _store_bytes(m, reg, writable, en, w_data, w_strb):
+        for b in range(DATA_BITS // 8):
+            with m.If(en & w_strb[b]):
+                m.d.sync += reg[8 * b:8 * b + 8].eq((w_data & writable)[8 * b:8 * b + 8])
+
+    def _read(self, m, regs, store, status, counters):
+        bus = self.bus
+        busy, gather, finish, rvalid = Signal(), Signal(), Signal(), Signal()
+        ar_addr = Signal(ADDR_BITS - 2)
+        rdata = Signal(DATA_BITS)
+        rresp = Signal(2)
+        m.d.comb += [bus.arready.eq(~busy), bus.rvalid.eq(rvalid), bus.rdata.eq(rdata),
+                     bus.rresp.eq(rresp)]
+        decoded = Signal()
+        with m.If(bus.arvalid & ~busy):
+            m.d.sync += [busy.eq(1), ar_addr.eq(bus.araddr[2:])]
+        m.d.sync += [decoded.eq(bus.arvalid & ~busy), gather.eq(decoded), finish.eq(gather)]
+        sel = self._decode(m, ar_addr, "rsel")
+
+        snapshots = [Signal(DATA_BITS, name=f"counter{j}_hi_snap") for j in range(6)]
+        sources = []
+        for s, reg in zip(sel, regs):
+            if reg.kind == "const":
+                value = Const(reg.value, DATA_BITS)
+            elif reg.kind == "status":
+                value = status
+            elif reg.kind == "counter_lo":
+                value = counters[reg.index].lo
+                with m.If(gather & s):
+                    m.d.sync += snapshots[reg.index].eq(counters[reg.index].hi_now)
+            elif reg.kind == "counter_hi":
+                value = snapshots[reg.index]
+            else:
+                value = store[reg.name]
+            sources.append((s, value))
+        groups = [sources[i:i + _READ_GROUP] for i in range(0, len(sources), _READ_GROUP)]
+        partial = [Signal(DATA_BITS, name=f"csr_rd_part{i}") for i in range(len(groups))]
+        hit = Signal()
+        m.d.sync += [q.eq(_one_hot_or(g)) for q, g in zip(partial, groups)]
+        m.d.sync += hit.eq(_any(s for s, _ in sources))
+        with m.If(finish & busy & ~rvalid):
+            m.d.sync += [rvalid.eq(1), rdata.eq(_one_hot_or([(None, q) for q in partial])),
+                         rresp.eq(_resp(~hit))]
+        with m.If(rvalid & bus.rready):
+            m.d.sync += [rvalid.eq(0), busy.eq(0)]
+
+
+def _resp(error):
+    """SLVERR when ``error``, else OKAY."""
+    assert OKAY == 0b00 and SLVERR == 0b10
+    return Cat(Const(0, 1), error)
+
+
+def _any(bits):
+    bits = list(bits)
+    return Cat(*bits).any() if bits else Const(0, 1)
+
+
+def _one_hot_or(pairs):
+    """OR of ``value`` over ``(select, value)`` pairs (selects one-hot)."""
+    out = Const(0, DATA_BITS)
+    for s, value in pairs:
+        out = out | (value if s is None else value & s.replicate(DATA_BITS))
+    return out

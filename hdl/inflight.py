@@ -1,11 +1,13 @@
-"""The in-flight table's free list of AXI transaction IDs."""
+"""The in-flight table: AXI transaction IDs, what each one is for, and the
+occupancy bound."""
 
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["IdPool"]
+__all__ = ["IdPool", "AllocSignature", "LookupSignature", "InFlightTable", "devload_level"]
 
 
 class IdPool(wiring.Component):
@@ -64,3 +66,100 @@ class IdPool(wiring.Component):
         with m.If(self.alloc & fresh_left):
             m.d.sync += fresh.eq(fresh + 1)
         return m
+
+
+def AllocSignature(id_bits, entry_shape):
+    """Taking an ID and storing its entry (seen from the requester)."""
+    return wiring.Signature({"take": Out(1), "entry": Out(entry_shape),
+                             "ok": In(1), "id": In(id_bits)})
+
+
+def LookupSignature(id_bits, entry_shape):
+    """Retiring an ID (``valid``): its entry comes back the next cycle."""
+    return wiring.Signature({"valid": Out(1), "id": Out(id_bits), "entry": In(entry_shape)})
+
+
+class InFlightTable(wiring.Component):
+    """The in-flight table: read and write entries by AXI ID, the ID free
+    lists, the occupancy bound and ``devload``.
+
+    Reads and writes have separate ID spaces of MAX_OUTSTANDING IDs each;
+    one occupancy count keeps reads + writes at or below MAX_OUTSTANDING
+    (a read taken in the same cycle as a write counts first).  An ID is
+    in flight from its ``take`` until its lookup; it returns to the free
+    list after the lookup has read its entry, so an entry is never
+    overwritten before it is read.
+
+    Parameters
+    ----------
+    params : TopParams
+    read_entry, write_entry : shape
+        What a read and a write remember.
+
+    Members
+    -------
+    read_alloc, write_alloc : In(AllocSignature(...))
+    read_lookup, write_lookup : In(LookupSignature(...))
+    devload : Out(2)
+        Registered load level (SPEC 4.2; thresholds in :func:`devload_level`).
+    """
+
+    def __init__(self, params, *, read_entry, write_entry):
+        self._params = params
+        idw = params.id_bits
+        super().__init__({
+            "read_alloc": In(AllocSignature(idw, read_entry)),
+            "write_alloc": In(AllocSignature(idw, write_entry)),
+            "read_lookup": In(LookupSignature(idw, read_entry)),
+            "write_lookup": In(LookupSignature(idw, write_entry)),
+            "devload": Out(2),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._params.max_outstanding
+        idw = self._params.id_bits
+        sides = {"read": (self.read_alloc, self.read_lookup),
+                 "write": (self.write_alloc, self.write_lookup)}
+        for name, (alloc, lookup) in sides.items():
+            pool = m.submodules[f"{name}_ids"] = IdPool(size=n, id_bits=idw)
+            table = m.submodules[f"{name}_table"] = Memory(
+                shape=alloc.entry.shape(), depth=n, init=[])
+            wr, rd = table.write_port(), table.read_port(domain="sync")
+            m.d.comb += [
+                alloc.id.eq(pool.alloc_id),
+                pool.alloc.eq(alloc.take),
+                wr.en.eq(alloc.take), wr.addr.eq(pool.alloc_id), wr.data.eq(alloc.entry),
+                rd.addr.eq(lookup.id), lookup.entry.eq(rd.data),
+            ]
+            # Give the ID back a cycle after its entry was read.
+            free, free_id = Signal(name=f"{name}_free"), Signal(idw, name=f"{name}_free_id")
+            m.d.sync += [free.eq(lookup.valid), free_id.eq(lookup.id)]
+            m.d.comb += [pool.free.eq(free), pool.free_id.eq(free_id)]
+            sides[name] = (pool, free)
+
+        (rpool, r_free), (wpool, w_free) = sides["read"], sides["write"]
+        in_flight = Signal(range(n + 1))
+        room1, room2 = Signal(), Signal()
+        nxt = in_flight + self.read_alloc.take + self.write_alloc.take - r_free - w_free
+        m.d.sync += [in_flight.eq(nxt), room1.eq(nxt < n), room2.eq(nxt < n - 1),
+                     self.devload.eq(Mux(nxt >= n, 3, Mux(4 * nxt >= 3 * n, 2,
+                                                          Mux(4 * nxt >= n, 1, 0))))]
+        m.d.comb += [
+            self.read_alloc.ok.eq(rpool.alloc_ok & room1),
+            self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_alloc.take, room2, room1)),
+        ]
+        return m
+
+
+def devload_level(in_flight, max_outstanding):
+    """``devload`` for ``in_flight`` table entries (SPEC 4.2, thresholds of
+    this implementation): 0 light below 1/4 full, 1 optimal from 1/4,
+    2 moderate from 3/4, 3 severe when full."""
+    if in_flight >= max_outstanding:
+        return 3
+    if 4 * in_flight >= 3 * max_outstanding:
+        return 2
+    if 4 * in_flight >= max_outstanding:
+        return 1
+    return 0

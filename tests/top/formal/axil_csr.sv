@@ -5,10 +5,12 @@
 // payload until its ready.  Checked of the slave:
 //   - RVALID/BVALID stay up with a stable payload until RREADY/BREADY;
 //   - one response per request: the reads accepted minus the responses given
-//     equal RVALID (so no response without a request and none twice), and the
+//     equal the one the slave holds (ARREADY low from the request to its
+//     response, RVALID only then), so no response comes without a request
+//     and none twice; and the
 //     write addresses/data accepted minus the write responses equal the one
 //     held in the slave plus BVALID.
-// Every other input (events, write_go) is free.
+// Every other input (events, write_go = the request pipeline's idle) is free.
 module axil_csr_spec (
     input clk,
     input rst,
@@ -61,7 +63,8 @@ module axil_csr_spec (
     wire [3:0] w_open = n_w - n_b;
 
     always @(*) if (!init && !rst) begin
-        assert (reads_open == {3'b0, rvalid});
+        assert (reads_open == {3'b0, !arready});
+        assert (!rvalid || !arready);
         assert (aw_open == {3'b0, !awready} + {3'b0, bvalid});
         assert (w_open == {3'b0, !wready} + {3'b0, bvalid});
     end

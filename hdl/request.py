@@ -1,0 +1,223 @@
+"""The M2S Req pipeline: region match, configuration capture, gate phase and
+gate mask (SPEC 4.3), ending in a queue of classified requests.
+
+Stages (one register each, no clock enable: the pipeline never stalls)::
+
+    A   accept (opcode, line address, tag)
+    M1  opcode class; each region's BASE and LIMIT compared in two halves
+    M2  each region's match
+    M3  the lowest-numbered match, one-hot (or none)
+    M4  its configuration and BASE (DEFAULT_CFG and 0 when none)
+    S5  line index = address - BASE
+    S6  residues of the line index (leaves of the modular-adder trees)
+    S7  two more tree levels
+    S8  phase (and the pattern table T[u] = (u mod P) < K)
+    S9  gate mask, mask[i] = T[i + phase]  -> queue
+
+Admission is by credit: ``req.ready`` is a register that is high only when
+the queue has room for every request the pipeline may still hold, so
+nothing downstream can stop a request once accepted.  The configuration is
+read in stages A (BASE, LIMIT, enable) and M3 (CFG, BASE); ``config.idle``
+tells the control registers that neither holds a request and none is being
+accepted, so a register write may take effect (SPEC 4.3).
+"""
+
+from amaranth import Cat, Const, Module, Signal, Value
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
+from .bus import ReqLayout
+from .credit import credit_ready
+from .csr import CfgLayout, ConfigSignature
+from .phase import MODULI, gate_mask, leaves, pattern_table, phase_lookup, reduce
+
+__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "RequestPipeline", "FIXED_PATTERN"]
+
+
+class Kind:
+    """What the top does with a request: read the line, answer NDR Cmp,
+    answer NDR Cmp and flag UNSUPPORTED, or drop it (MemSpecRd)."""
+    READ, CMP, UNSUPPORTED, DROP = range(4)
+
+
+#: The fixed PATTERN gate of a build without ``gate_pattern_programmable``
+#: (the paper's 2-of-3 gate): P, K.
+FIXED_PATTERN = (3, 2)
+
+#: CFG fields a read needs when its line returns (the core's inputs but for
+#: the mask, which replaces P, K and the phase).
+ReadCfgLayout = data.StructLayout({name: CfgLayout[name].shape
+                                   for name in ("mode", "format", "gate_kind", "threshold")})
+
+
+def RequestLayout(params):
+    """A classified request, as it leaves the pipeline."""
+    return data.StructLayout({"kind": 2, "tag": 16,
+                              "addr": CXL_ADDR_BITS - params.offset_bits,
+                              "cfg": ReadCfgLayout, "mask": params.lanes})
+
+
+#: Depth of the queue behind the pipeline: covers the requests in flight
+#: from admission to the queue's output, so that one is accepted per cycle.
+QUEUE_DEPTH = 16
+
+
+def _stage(m, name, valid, fields):
+    """Register ``valid`` (reset) and ``fields`` (reset-less), every cycle."""
+    valid_q = Signal(name=f"{name}_valid")
+    m.d.sync += valid_q.eq(valid)
+    regs = {}
+    for key, value in fields.items():
+        if isinstance(value, list):
+            regs[key] = [_reg(m, f"{name}_{key}{i}", v) for i, v in enumerate(value)]
+        else:
+            regs[key] = _reg(m, f"{name}_{key}", value)
+    return valid_q, regs
+
+
+def _reg(m, name, value):
+    shape = value.shape() if isinstance(value, data.View) else len(Value.cast(value))
+    reg = Signal(shape, name=name, reset_less=True)
+    m.d.sync += reg.eq(value)
+    return reg
+
+
+class RequestPipeline(wiring.Component):
+    """Classifies M2S Req requests and captures each read's configuration.
+
+    Parameters
+    ----------
+    params : TopParams
+
+    Members
+    -------
+    req : In(stream.Signature(ReqLayout()))
+    config : In(ConfigSignature(params))
+    out : Out(stream.Signature(RequestLayout(params)))
+    """
+
+    def __init__(self, params):
+        self._params = params
+        super().__init__({
+            "req": In(stream.Signature(ReqLayout())),
+            "config": In(ConfigSignature(params)),
+            "out": Out(stream.Signature(RequestLayout(params))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        queue = m.submodules.queue = SyncFIFOBuffered(width=RequestLayout(p).size,
+                                                      depth=QUEUE_DEPTH)
+        accept = self._admission(m, queue)
+        a_valid, a = _stage(m, "a", accept, {
+            "opcode": self.req.payload.opcode, "addr": self.req.payload.addr[p.offset_bits:],
+            "tag": self.req.payload.tag})
+        keep = ("kind", "addr", "tag")
+        m1_valid, m1 = _stage(m, "m1", a_valid, {"kind": _kind(m, a["opcode"]),
+                                                "addr": a["addr"], "tag": a["tag"],
+                                                "cmp": self._compare_halves(a["addr"])})
+        m2_valid, m2 = _stage(m, "m2", m1_valid, {**{k: m1[k] for k in keep},
+                                                 "match": [_match(c) for c in m1["cmp"]]})
+        first = [mt & ~Cat(*m2["match"][:r]).any() if r else mt
+                 for r, mt in enumerate(m2["match"])]
+        m3_valid, m3 = _stage(m, "m3", m2_valid, {**{k: m2[k] for k in keep}, "first": first,
+                                                 "none": ~Cat(*m2["match"]).any()
+                                                 if m2["match"] else Const(1, 1)})
+        cfg, base = self._select(m, m3["first"], m3["none"])
+        m4_valid, m4 = _stage(m, "m4", m3_valid, {**{k: m3[k] for k in keep},
+                                                 "cfg": cfg, "base": base})
+        m.d.comb += self.config.idle.eq(~self.req.ready & ~a_valid & ~m1_valid & ~m2_valid
+                                        & ~m3_valid)
+
+        keep = ("kind", "addr", "tag", "cfg")
+        s5_valid, s5 = _stage(m, "s5", m4_valid, {**{k: m4[k] for k in keep},
+                                                 "index": m4["addr"] - m4["base"]})
+        parts = leaves(m, s5["index"])
+        s6_valid, s6 = _stage(m, "s6", s5_valid, {**{k: s5[k] for k in keep},
+                                                 "low": s5["index"][:3],
+                                                 **{f"r{q}": parts[q] for q in MODULI}})
+        s7_valid, s7 = _stage(m, "s7", s6_valid, {
+            **{k: s6[k] for k in keep}, "low": s6["low"],
+            **{f"r{q}": reduce(s6[f"r{q}"], q, levels=2) for q in MODULI}})
+        s7_cfg = data.View(CfgLayout, s7["cfg"])
+        final = {q: reduce(s7[f"r{q}"], q)[0] for q in MODULI}
+        phase = phase_lookup(m, s7["low"], final, s7_cfg.period, p.lanes)
+        if PROFILES[p.profile].has("gate_pattern_programmable"):
+            table_now = pattern_table(s7_cfg.period, s7_cfg.keep, p.lanes)
+        else:
+            table_now = pattern_table(*FIXED_PATTERN, p.lanes)
+        s8_valid, s8 = _stage(m, "s8", s7_valid, {**{k: s7[k] for k in keep}, "phase": phase,
+                                                 "table": table_now})
+        s8_cfg = data.View(CfgLayout, s8["cfg"])
+        entry = Signal(RequestLayout(p))
+        m.d.comb += [entry.kind.eq(s8["kind"]), entry.tag.eq(s8["tag"]),
+                     entry.addr.eq(s8["addr"]),
+                     *(entry.cfg[name].eq(s8_cfg[name]) for name, _ in ReadCfgLayout),
+                     entry.mask.eq(gate_mask(s8["table"], s8["phase"], p.lanes))]
+        s9_valid, s9 = _stage(m, "s9", s8_valid, {"entry": entry})
+        m.d.comb += [
+            queue.w_en.eq(s9_valid), queue.w_data.eq(s9["entry"]),
+            self.out.valid.eq(queue.r_rdy), self.out.payload.eq(queue.r_data),
+            queue.r_en.eq(self.out.ready),
+        ]
+        return m
+
+    def _admission(self, m, queue):
+        """``req.ready`` from a credit count of requests between admission
+        and the queue's output; returns the accept strobe."""
+        ready = credit_ready(m, QUEUE_DEPTH, self.req.valid, queue.r_rdy & queue.r_en,
+                             hold=self.config.hold)
+        m.d.comb += self.req.ready.eq(ready)
+        return self.req.valid & ready
+
+    def _compare_halves(self, addr):
+        """Per region: ``addr < BASE`` and ``addr < LIMIT`` as (high less,
+        high equal, low less) triples, so each compare is half as long."""
+        half = len(addr) // 2
+        out = []
+        for region in (self.config.regions if self._params.regions else []):
+            bits = [region.enable]
+            for bound in (region.base, region.limit):
+                bits += [addr[half:] < bound[half:], addr[half:] == bound[half:],
+                         addr[:half] < bound[:half]]
+            out.append(Cat(*bits))
+        return out
+
+    def _select(self, m, first, none):
+        """Configuration and BASE of the region selected by ``first`` (one-hot),
+        or DEFAULT_CFG and 0 when ``none``."""
+        cfg = Signal(CfgLayout)
+        base = Signal(CXL_ADDR_BITS - self._params.offset_bits)
+        cfg_or = self.config.default.as_value() & none.replicate(CfgLayout.size)
+        base_or = Const(0, len(base))
+        for r, hit in enumerate(first):
+            region = self.config.regions[r]
+            cfg_or = cfg_or | (region.cfg.as_value() & hit.replicate(CfgLayout.size))
+            base_or = base_or | (region.base & hit.replicate(len(base)))
+        m.d.comb += [cfg.eq(cfg_or), base.eq(base_or)]
+        return cfg, base
+
+
+def _match(cmp):
+    """A region matches: enabled, not below BASE, below LIMIT."""
+    enable, b_hlt, b_heq, b_llt, l_hlt, l_heq, l_llt = (cmp[i] for i in range(7))
+    below_base = b_hlt | (b_heq & b_llt)
+    below_limit = l_hlt | (l_heq & l_llt)
+    return enable & ~below_base & below_limit
+
+
+def _kind(m, opcode):
+    kind = Signal(2)
+    with m.Switch(opcode):
+        with m.Case(ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA):
+            m.d.comb += kind.eq(Kind.READ)
+        with m.Case(ReqOpcode.MEM_INV, ReqOpcode.MEM_INV_NT):
+            m.d.comb += kind.eq(Kind.CMP)
+        with m.Case(ReqOpcode.MEM_SPEC_RD):
+            m.d.comb += kind.eq(Kind.DROP)
+        with m.Default():
+            m.d.comb += kind.eq(Kind.UNSUPPORTED)
+    return kind
