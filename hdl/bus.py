@@ -1,6 +1,6 @@
 """Bus interfaces of the top: AXI4-Lite and AXI4 as ``Signature`` subclasses
 (as amaranth-soc writes its buses), and the four CXL.mem channels as
-``stream.Signature`` with ``data.StructLayout`` payloads (SPEC 4.1).
+``stream.Signature`` with ``data.StructLayout`` payloads (contract 4.1).
 
 Every signature is written from the manager's side (the side that drives
 ``valid`` of the request channels): the top's AXI4 master port is
@@ -22,7 +22,7 @@ OKAY = 0b00
 SLVERR = 0b10
 BURST_INCR = 0b01
 
-#: Width of a CXL tag (SPEC 4.1).
+#: Width of a CXL tag (contract 4.1).
 TAG_BITS = 16
 
 

@@ -1,4 +1,4 @@
-"""AXI4-Lite control registers of the top (SPEC section 4.4).
+"""AXI4-Lite control registers of the top (contract section 4.4).
 
 The decode is generated from :class:`neuron_fabric.host.regmap.RegisterMap`:
 each register's ``kind`` selects its behaviour, its fields give the bits
@@ -28,7 +28,7 @@ from .counter import SplitCounter
 __all__ = ["CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "EventSignature",
            "ControlRegisters"]
 
-#: The 32-bit CFG word (SPEC 4.4), from the register map's field list.
+#: The 32-bit CFG word (contract 4.4), from the register map's field list.
 CfgWordLayout = data.FlexibleLayout(DATA_BITS, {
     f.name: data.Field(unsigned(f.width), f.lsb) for f in CFG_FIELDS + (CFG_ENABLE,)})
 
@@ -66,7 +66,7 @@ def EventSignature():
 
 
 def cfg_invalid(cfg, workers):
-    """SPEC 4.4's rule for a CFG value, as logic (``host.regmap.cfg_check`` in Python)."""
+    """contract 4.4's rule for a CFG value, as logic (``host.regmap.cfg_check`` in Python)."""
     return ((cfg.format == 3) | (cfg.period == 0) | (cfg.keep > cfg.period) |
             (cfg.threshold > workers))
 
@@ -189,7 +189,7 @@ class ControlRegisters(wiring.Component):
             writable.eq(_any(s for s, r in zip(sel, regs)
                              if r.kind == "cfg" or r.kind == "status" or r.kind in _ADDR_KINDS)),
         ]
-        # check: SPEC 4.4 on the value the write would produce
+        # check: contract 4.4 on the value the write would produce
         byte_mask = Cat(w_strb[i].replicate(8) for i in range(DATA_BITS // 8))
         merged = data.View(CfgWordLayout, (old & ~byte_mask) | (w_data & byte_mask))
         bad = Signal()

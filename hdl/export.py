@@ -29,7 +29,7 @@ def _flat_port(direction, field):
 
 
 class FlatDatapath(wiring.Component):
-    """The datapath core under the flat port names of SPEC section 3.
+    """The datapath core under the flat port names of contract section 3.
 
     The core's logic is built into this module between two internal
     streams (:meth:`DatapathDesign.build`), not held as a submodule, so

@@ -101,7 +101,7 @@ class InFlightTable(wiring.Component):
     read_alloc, write_alloc : In(AllocSignature(...))
     read_lookup, write_lookup : In(LookupSignature(...))
     devload : Out(2)
-        Registered load level (SPEC 4.2; thresholds in :func:`devload_level`).
+        Registered load level (contract 4.2; thresholds in :func:`devload_level`).
     """
 
     def __init__(self, params, *, read_entry, write_entry):
@@ -163,7 +163,7 @@ class InFlightTable(wiring.Component):
 
 
 def devload_level(in_flight, max_outstanding):
-    """``devload`` for ``in_flight`` table entries (SPEC 4.2, thresholds of
+    """``devload`` for ``in_flight`` table entries (contract 4.2, thresholds of
     this implementation): 0 light below 1/4 full, 1 optimal from 1/4,
     2 moderate from 3/4, 3 severe when full."""
     if in_flight >= max_outstanding:

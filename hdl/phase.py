@@ -1,5 +1,5 @@
 """Gate phase of a line, ``(line_index * E) mod P`` for a run-time P in 1..15,
-and the PATTERN gate mask the datapath core takes (SPEC v2 section 3).
+and the PATTERN gate mask the datapath core takes (contract section 3 (v2)).
 
 A division by a run-time P would be a long combinational path, so the
 residue of the line index is formed for the moduli 5, 7, 9, 11 and 13 (the
@@ -33,7 +33,7 @@ _PHASES = 16
 
 
 def phase_reference(line_index, lanes, period):
-    """Plain-integer reference (SPEC 4.3)."""
+    """Plain-integer reference (contract 4.3)."""
     return (line_index * lanes) % period
 
 
@@ -127,6 +127,6 @@ def pattern_table(period, keep, lanes):
 
 
 def gate_mask(table, phase, lanes):
-    """The PATTERN gate mask, bit ``i`` = ``T[i + phase]`` (SPEC section 2:
+    """The PATTERN gate mask, bit ``i`` = ``T[i + phase]`` (contract section 2:
     lane ``i`` kept iff ``(phase + i) mod P < K``)."""
     return Cat(*(table[i:i + _PHASES].bit_select(phase, 1) for i in range(lanes)))

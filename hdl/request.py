@@ -1,5 +1,5 @@
 """The M2S Req pipeline: region match, configuration capture, gate phase and
-gate mask (SPEC 4.3), ending in a queue of classified requests.
+gate mask (contract 4.3), ending in a queue of classified requests.
 
 Stages (one register each, no clock enable: the pipeline never stalls)::
 
@@ -19,7 +19,7 @@ the queue has room for every request the pipeline may still hold, so
 nothing downstream can stop a request once accepted.  The configuration is
 read in stages A (BASE, LIMIT, enable) and M3 (CFG, BASE); ``config.idle``
 tells the control registers that neither holds a request and none is being
-accepted, so a register write may take effect (SPEC 4.3).
+accepted, so a register write may take effect (contract 4.3).
 """
 
 from amaranth import Cat, Const, Module, Signal, Value

@@ -1,5 +1,5 @@
 """The top ``neuron_fabric``: CXL.mem channels, AXI4 master, region table,
-control registers and the datapath core (SPEC section 4), composed from
+control registers and the datapath core (contract section 4), composed from
 one block per file::
 
     M2S Req -> RequestPipeline (request.py) -> ReadIssue (issue.py) -> AXI AR
@@ -38,14 +38,14 @@ __all__ = ["Top", "devload_level"]
 
 
 class Top(wiring.Component):
-    """The CXL.mem top ``neuron_fabric`` (SPEC section 4).
+    """The CXL.mem top ``neuron_fabric`` (contract section 4).
 
     Parameters
     ----------
     line_bits, workers, stages, regions, max_outstanding : int
-        SPEC section 1.
+        contract section 1.
     profile : str
-        Datapath feature profile (``"full"`` implements all of SPEC section 2).
+        Datapath feature profile (``"full"`` implements all of contract section 2).
 
     Members
     -------
@@ -59,7 +59,7 @@ class Top(wiring.Component):
     Raises
     ------
     TypeError, ValueError
-        For a parameter outside SPEC section 1 (the message quotes it).
+        For a parameter outside contract section 1 (the message quotes it).
     """
 
     def __init__(self, *, line_bits=512, workers=8, stages=5, regions=8,

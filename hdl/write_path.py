@@ -1,5 +1,5 @@
 """The M2S RwD path: accept, classify, queue; AXI AW/W issue for MemWr and
-MemWrPtl, Cmp completions for the dropped ones (SPEC 4.2)."""
+MemWrPtl, Cmp completions for the dropped ones (contract 4.2)."""
 
 from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring

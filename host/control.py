@@ -456,7 +456,7 @@ class ControlPlane:
     through :meth:`GradientRuntime.set_policy`, which writes through the
     driver and waits for a running step.  Call :meth:`before_step` between
     steps: the writes complete (BVALID) before it returns, so every read of
-    the step is accepted after them and sees one mode (SPEC 4.3).  Call
+    the step is accepted after them and sees one mode (contract 4.3).  Call
     :meth:`after_step` with the step's trace, loss and (on FP32 steps)
     cosine diagnostics.
 

@@ -1,4 +1,4 @@
-"""Transaction-level model of the top ``neuron_fabric`` (SPEC section 4).
+"""Transaction-level model of the top ``neuron_fabric`` (contract section 4).
 
 :class:`Device` serves the two interfaces of the RTL top, untimed and one
 transaction at a time, in acceptance order:
@@ -17,7 +17,7 @@ values and writable masks from :mod:`.regmap`, the CFG check from
 :func:`.regmap.cfg_check`, STATUS bits and counters from
 :data:`.regmap.STATUS_BITS` / :data:`.regmap.COUNTERS`, opcodes and the
 profile's hard-wired features from :mod:`.facts`, the read transform and the
-gate phase from :mod:`.golden`.  What is written here is only what SPEC 4
+gate phase from :mod:`.golden`.  What is written here is only what contract 4
 states and no host module holds: the write merge under WSTRB, the region
 match, which events set which STATUS bit and the memory.
 
@@ -181,12 +181,12 @@ class Device:
 
     @property
     def devload(self):
-        """Always 0: nothing is in flight between calls (SPEC 4.2: both
+        """Always 0: nothing is in flight between calls (contract 4.2: both
         ``devload`` outputs read 0 whenever nothing is in flight)."""
         return 0
 
     def reset(self):
-        """Control state to its reset values (SPEC 4.4); memory, outside the
+        """Control state to its reset values (contract 4.4); memory, outside the
         block, keeps its contents."""
         self._words = {reg.offset: reg.reset for reg in self._map.registers
                        if reg.access == "RW"}
@@ -225,7 +225,7 @@ class Device:
         if reg.kind == "status":
             self._status &= ~(value & mask)
             return True
-        # A CFG write is checked on the value it would produce (SPEC 4.4).
+        # A CFG write is checked on the value it would produce (contract 4.4).
         new = ((self._words[offset] & ~mask) | (value & mask)) & reg.writable_mask
         if reg.kind == "cfg" and cfg_check(new, self._params.workers) is not None:
             return self._bad_csr()
@@ -251,7 +251,7 @@ class Device:
         j = _COUNTER[name]
         self._counters[j] = (self._counters[j] + n) & _COUNTER_MASK
 
-    # -- region table (SPEC 4.3) -------------------------------------------------------
+    # -- region table (contract 4.3) -------------------------------------------------------
 
     def _region_table(self):
         """``(enabled regions as (base line, limit line, cfg), DEFAULT_CFG fields)``."""
@@ -354,7 +354,7 @@ class Device:
         for start, stop, cfg, base in self._segments(first, count):
             run = slice(start - first, stop - first)
             out[run] = self._transform(out[run], start - base, cfg)
-            # Counters 0..3 count reads by mode, counter j for mode j (SPEC 4.4).
+            # Counters 0..3 count reads by mode, counter j for mode j (contract 4.4).
             self._count(COUNTERS[cfg["mode"]], stop - start)
         poisoned = self._faulty(self.faults.read_lines, first, count)
         if poisoned:
@@ -369,9 +369,9 @@ class Device:
         return _uint("addr", addr, CXL_ADDR_BITS)
 
     def m2s_req(self, opcode, addr, tag):
-        """One M2S Req; its response, or None for MemSpecRd (SPEC 4.2).
+        """One M2S Req; its response, or None for MemSpecRd (contract 4.2).
 
-        Unknown opcodes are answered as the SPEC says (NDR Cmp,
+        Unknown opcodes are answered as the contract says (NDR Cmp,
         STATUS.UNSUPPORTED); a value that does not fit the port's field
         raises ``ValueError``.
         """
@@ -388,7 +388,7 @@ class Device:
         return Response("ndr", NDR_CMP, tag)
 
     def m2s_rwd(self, opcode, addr, tag, data, be, poison=False):
-        """One M2S RwD; its NDR Cmp (SPEC 4.2).
+        """One M2S RwD; its NDR Cmp (contract 4.2).
 
         ``data`` is the line (``LINE_BYTES`` bytes, byte 0 = bits [7:0]),
         ``be`` the byte enables (bit i for byte i; MemWrPtl only).

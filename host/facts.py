@@ -3,7 +3,7 @@
 Everything here is plain Python (no Amaranth import) so that the golden
 model, the HDL, the flows and the tests all read the same facts.
 
-The values follow the external contract (SPEC sections 1 and 2).
+The values follow the external contract (contract sections 1 and 2).
 """
 
 from dataclasses import dataclass, field
@@ -37,7 +37,7 @@ DEFAULTS = {
 }
 
 #: Widths of the per-line configuration fields on the datapath input
-#: (SPEC section 3).  The PATTERN gate's mask, ``in_gate_mask``, is one bit
+#: (contract section 3).  The PATTERN gate's mask, ``in_gate_mask``, is one bit
 #: per lane: E = LINE_BITS / W bits (:attr:`DatapathParams.lanes`).
 FIELD_WIDTHS = {
     "mode": 2,
@@ -49,7 +49,7 @@ FIELD_WIDTHS = {
 
 
 class Mode(IntEnum):
-    """What a read returns (SPEC section 2)."""
+    """What a read returns (contract section 2)."""
     BYPASS = 0
     IDENTITY = 1
     GBINARY = 2
@@ -57,14 +57,14 @@ class Mode(IntEnum):
 
 
 class Format(IntEnum):
-    """Encoding of an output lane (SPEC section 2); 3 is invalid."""
+    """Encoding of an output lane (contract section 2); 3 is invalid."""
     COUNT = 0
     MARGIN = 1
     SIGN = 2
 
 
 class GateKind(IntEnum):
-    """How G-Ternary decides whether a lane is kept (SPEC section 2)."""
+    """How G-Ternary decides whether a lane is kept (contract section 2)."""
     PATTERN = 0
     MARGIN = 1
 
@@ -80,7 +80,7 @@ FEATURES = {
 }
 
 #: The features the datapath core implements.  The core takes the PATTERN
-#: gate as a per-lane mask in every profile (SPEC v2 section 3), so
+#: gate as a per-lane mask in every profile (contract section 3 (v2)), so
 #: ``gate_pattern_programmable`` concerns only the top, which computes the
 #: mask.
 CORE_FEATURES = tuple(f for f in FEATURES if f != "gate_pattern_programmable")
@@ -167,7 +167,7 @@ class DatapathParams:
     Raises
     ------
     TypeError, ValueError
-        If a parameter is outside SPEC section 1; the message names the value.
+        If a parameter is outside contract section 1; the message names the value.
     """
     line_bits: int = DEFAULTS["line_bits"]
     workers: int = DEFAULTS["workers"]
@@ -197,13 +197,13 @@ CXL_ADDR_BITS = 52
 
 @dataclass(frozen=True)
 class TopParams(DatapathParams):
-    """Validated parameters of the top ``neuron_fabric`` (SPEC section 1):
+    """Validated parameters of the top ``neuron_fabric`` (contract section 1):
     the datapath's, plus REGIONS and MAX_OUTSTANDING.
 
     Raises
     ------
     TypeError, ValueError
-        If a parameter is outside SPEC section 1; the message names the value.
+        If a parameter is outside contract section 1; the message names the value.
     """
     regions: int = DEFAULTS["regions"]
     max_outstanding: int = DEFAULTS["max_outstanding"]
@@ -230,7 +230,7 @@ class TopParams(DatapathParams):
 
 
 class ReqOpcode(IntEnum):
-    """M2S Req opcodes (CXL 2.0 encodings, SPEC section 4.2)."""
+    """M2S Req opcodes (CXL 2.0 encodings, contract section 4.2)."""
     MEM_INV = 0b0000
     MEM_RD = 0b0001
     MEM_RD_DATA = 0b0010
@@ -239,7 +239,7 @@ class ReqOpcode(IntEnum):
 
 
 class RwdOpcode(IntEnum):
-    """M2S RwD opcodes (CXL 2.0 encodings, SPEC section 4.2)."""
+    """M2S RwD opcodes (CXL 2.0 encodings, contract section 4.2)."""
     MEM_WR = 0b0001
     MEM_WR_PTL = 0b0010
 

@@ -1,10 +1,10 @@
 """Golden model of the low-bit read transform (numpy only, no HDL).
 
-This module defines every mode of SPEC section 2 bit-exactly.  It has two
+This module defines every mode of contract section 2 bit-exactly.  It has two
 independent forms that the tests hold against each other:
 
 * :func:`transform_lane` -- one lane, plain integer arithmetic, written
-  straight from the SPEC formulas; the reference for formal proofs and
+  straight from the contract formulas; the reference for formal proofs and
   hand-worked examples;
 * :func:`transform` -- many lines at once, vectorised with lookup tables;
   the oracle for simulation (a 64 MiB buffer transforms in a fraction of a
@@ -41,7 +41,7 @@ __all__ = [
 
 def check_config(workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
                  period=3, keep=2, threshold=0):
-    """Raise ``ValueError`` naming the first field outside SPEC section 2."""
+    """Raise ``ValueError`` naming the first field outside contract section 2."""
     if workers not in WORKERS_CHOICES:
         raise ValueError(f"workers must be one of {WORKERS_CHOICES}, not {workers!r}")
     if mode not in tuple(Mode):
@@ -69,12 +69,12 @@ def _check_lines(lines, line_bits=None):
     return lines
 
 
-# -- one lane, straight from the SPEC -----------------------------------------
+# -- one lane, straight from the contract -----------------------------------------
 
 def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
                    gate_kind=GateKind.PATTERN, period=3, keep=2, threshold=0,
                    phase=0, *, gate_mask=None):
-    """Return the W-bit output lane for one input lane (SPEC section 2).
+    """Return the W-bit output lane for one input lane (contract section 2).
 
     Parameters
     ----------
@@ -85,7 +85,7 @@ def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
     phase : int
         Element index of lane 0 modulo P.
     gate_mask : sequence of bool, optional
-        The line's PATTERN gate as the datapath core takes it (SPEC section
+        The line's PATTERN gate as the datapath core takes it (contract section
         3): the lane is kept iff ``gate_mask[lane_index]``.  When given,
         ``period``, ``keep`` and ``phase`` are not used; otherwise the gate
         is :func:`gate_pattern` of them.
@@ -169,7 +169,7 @@ def _gated_value(workers, fmt):
 
 
 def gate_pattern(lanes, period, keep, phase):
-    """PATTERN gate for ``lanes`` lanes (SPEC section 2): lane ``i`` is kept
+    """PATTERN gate for ``lanes`` lanes (contract section 2): lane ``i`` is kept
     iff ``(phase + i) mod P < K``.  The one definition of the gate mask in
     the host side; the top computes the same mask for the datapath core.
 
@@ -225,7 +225,7 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
     phase : int or ndarray of int, shape (L,)
         Element index of each line's lane 0 modulo P (PATTERN gate only).
     gate_mask : ndarray of bool, shape (E,) or (L, E), optional
-        The PATTERN gate as the datapath core takes it (SPEC section 3):
+        The PATTERN gate as the datapath core takes it (contract section 3):
         lane ``i`` of a line is kept iff its mask bit ``i`` is set; one mask
         for every line, or one per line.  When given, ``period``, ``keep``
         and ``phase`` are not used; otherwise the mask is
@@ -333,7 +333,7 @@ def decode(lines, workers, fmt, n=None):
 
 
 def line_phase(line_index, lanes, period):
-    """Phase of a line within its region: ``(line_index * E) mod P`` (SPEC 4.3)."""
+    """Phase of a line within its region: ``(line_index * E) mod P`` (contract 4.3)."""
     return (np.asarray(line_index) * lanes) % period
 
 

@@ -1,4 +1,4 @@
-"""Control register map of the top ``neuron_fabric`` (SPEC section 4.4).
+"""Control register map of the top ``neuron_fabric`` (contract section 4.4).
 
 This module is the one place the register map is written down.  It is plain
 Python (no Amaranth import): the RTL decode (:mod:`neuron_fabric.hdl.csr`), the
@@ -48,7 +48,7 @@ class Field:
         return (value & ~self.mask) | ((field_value << self.lsb) & self.mask)
 
 
-#: CFG layout (SPEC 4.4).  ``enable`` exists in region CFG registers only.
+#: CFG layout (contract 4.4).  ``enable`` exists in region CFG registers only.
 CFG_FIELDS = (
     Field("mode", 0, 2, "0 BYPASS, 1 IDENTITY, 2 G-Binary, 3 G-Ternary", Mode.BYPASS),
     Field("format", 2, 2, "0 COUNT, 1 MARGIN, 2 SIGN (3 is rejected)", Format.COUNT),
@@ -59,7 +59,7 @@ CFG_FIELDS = (
 )
 CFG_ENABLE = Field("enable", 31, 1, "1 = region enabled")
 
-#: STATUS bits (SPEC 4.4), sticky, write 1 to clear.
+#: STATUS bits (contract 4.4), sticky, write 1 to clear.
 STATUS_BITS = (
     Field("unsupported", 0, 1, "an unsupported M2S opcode was answered with NDR Cmp"),
     Field("rd_err", 1, 1, "an AXI read returned RRESP != OKAY (DRS sent with poison)"),
@@ -68,7 +68,7 @@ STATUS_BITS = (
     Field("bad_csr", 4, 1, "a control-port write was rejected with SLVERR"),
 )
 
-#: Counter index -> name (SPEC 4.4).
+#: Counter index -> name (contract 4.4).
 COUNTERS = ("bypass_reads", "identity_reads", "gbinary_reads", "gternary_reads",
             "writes", "errors")
 
@@ -205,7 +205,7 @@ def cfg_decode(value):
 
 def cfg_check(value, workers):
     """Return None if the control port accepts CFG ``value``, else the reason
-    (SPEC 4.4: format 3, P = 0, K > P or T > W are rejected)."""
+    (contract 4.4: format 3, P = 0, K > P or T > W are rejected)."""
     f = cfg_decode(value)
     if f["format"] == 3:
         return "format 3 is invalid"

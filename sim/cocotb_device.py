@@ -15,7 +15,7 @@ One seeded random stream goes to both.  It alternates
 
 A batch is drained (every response taken) before the next control
 operation, so each request sees exactly the control state that the model
-sees (SPEC 4.3: a control write applies to requests accepted after its
+sees (contract 4.3: a control write applies to requests accepted after its
 response).  Within a batch a line that is written is neither read nor
 written again, so the result does not depend on the order in which the top
 serves the two channels.  Checked: the same DRS/NDR responses by tag
@@ -55,7 +55,7 @@ POOL_LINES = 64
 HIGH_LINE_BYTE = 1 << 31
 READS = (ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA)
 WINDOW_WORDS = ("BASE_LO", "BASE_HI", "LIMIT_LO", "LIMIT_HI")
-#: Req opcodes no row of SPEC 4.2 names.
+#: Req opcodes no row of contract 4.2 names.
 UNSUPPORTED_REQ = [op for op in range(16) if op not in set(ReqOpcode)]
 UNSUPPORTED_RWD = [op for op in range(16) if op not in set(RwdOpcode)]
 
@@ -231,7 +231,7 @@ class Stream:
         return ((1 << self.rng.randrange(1, 5 - lo)) - 1) << lo
 
     def cfg(self, valid=True):
-        """A CFG word: valid (all modes, formats and gates), or one SPEC 4.4 rejects."""
+        """A CFG word: valid (all modes, formats and gates), or one contract 4.4 rejects."""
         rng = self.rng
         period = rng.randrange(1, 16)
         mode, fmt, gate_kind = next(self._kinds)

@@ -1,6 +1,6 @@
 """cocotb tests of the top ``neuron_fabric`` (run by tests/test_top_sim.py).
 
-Expected values come from SPEC section 4, the register map, the golden model
+Expected values come from contract section 4, the register map, the golden model
 and the testbench's memory model (sim/tb_top.py), never from the design.
 Parameters (the runner's ``params``, :func:`~neuron_fabric.sim.toolchain.bench_params`):
 the TopParams fields, ``random`` (random transactions per traffic test),
@@ -64,7 +64,7 @@ async def test_register_reset_values(dut):
         "VERSION": (VERSION_MAJOR << 16) | VERSION_MINOR,
         "CAPS0": p.line_bits | (p.workers << 16) | (p.stages << 24),
         "CAPS1": p.regions | (p.max_outstanding << 8),
-        # SPEC 4.4: BYPASS, COUNT, PATTERN, P=3, K=2, T=0
+        # contract 4.4: BYPASS, COUNT, PATTERN, P=3, K=2, T=0
         "DEFAULT_CFG": (3 << 8) | (2 << 12),
         "STATUS": 0,
     }
@@ -433,7 +433,7 @@ async def random_traffic(tb, count, *, lines=48, extra=True, config_changes=0):
 
 
 async def _random_config(tb, rng):
-    """A random DEFAULT_CFG and region table (SPEC-valid values)."""
+    """A random DEFAULT_CFG and region table (contract-valid values)."""
     p = tb.params
     lb = p.line_bytes
 

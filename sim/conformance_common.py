@@ -1,6 +1,6 @@
-"""Shared pieces of the conformance benches (written from the SPEC only).
+"""Shared pieces of the conformance benches (written from the contract only).
 
-* ``lane_ref`` / ``line_ref``: reference of SPEC section 2 (lane semantics),
+* ``lane_ref`` / ``line_ref``: reference of contract section 2 (lane semantics),
   written from the contract text, independent of the project's golden model.
 * ``export`` / ``run_module_once``: export one parameter set under
   ``build/conformance/<config>/`` and run a cocotb module on it once per
@@ -26,8 +26,8 @@ from .toolchain import bench_params, build_bench, file_lock, run_bench
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CONF_BUILD = REPO / "build" / "conformance"
 
-# ---------------------------------------------------------------- SPEC 2 ----
-# Deliberate clean-room copy of SPEC section 2, independent of host/golden.py
+# ---------------------------------------------------------------- contract 2 ----
+# Deliberate clean-room copy of contract section 2, independent of host/golden.py
 # (the conformance benches check the design against the contract alone).
 
 MODE_BYPASS, MODE_IDENTITY, MODE_GBINARY, MODE_GTERNARY = 0, 1, 2, 3
@@ -36,7 +36,7 @@ GATE_PATTERN, GATE_MARGIN = 0, 1
 
 
 def lane_ref(lane, i, w, mode, fmt, kind, period, keep, thresh, phase):
-    """Output lane ``i`` (value ``lane``, W bits) per SPEC section 2."""
+    """Output lane ``i`` (value ``lane``, W bits) per contract section 2."""
     mask = (1 << w) - 1
     lane &= mask
     if mode in (MODE_BYPASS, MODE_IDENTITY):
@@ -64,7 +64,7 @@ def lane_ref(lane, i, w, mode, fmt, kind, period, keep, thresh, phase):
 
 
 def line_ref(data, line_bits, w, mode, fmt, kind, period, keep, thresh, phase):
-    """Whole output line per SPEC section 2 (lane i = bits [i*W, (i+1)*W))."""
+    """Whole output line per contract section 2 (lane i = bits [i*W, (i+1)*W))."""
     if mode in (MODE_BYPASS, MODE_IDENTITY):
         return data
     mask = (1 << w) - 1

@@ -1,7 +1,7 @@
-"""Conformance bench of ``neuron_fabric_datapath`` against SPEC v2 section 3.
+"""Conformance bench of ``neuron_fabric_datapath`` against contract section 3 (v2).
 
 Written from the contract only: port names and widths, the handshake and
-latency rules, and the lane values of SPEC section 2 (``conformance_common.
+latency rules, and the lane values of contract section 2 (``conformance_common.
 lane_ref``) with the PATTERN gate taken from ``in_gate_mask`` (bit i is
 lane i's gate m).  Parameters: ``line_bits``, ``workers``, ``stages``,
 ``seed`` of the runner's ``params`` (``toolchain.bench_params``), set by
@@ -44,16 +44,16 @@ def _configure(params):
 conformance_test = spec_test(_configure)
 
 
-# SPEC section 2's PATTERN gate (deliberate clean-room copy, independent of
+# contract section 2's PATTERN gate (deliberate clean-room copy, independent of
 # host/golden.py's gate_pattern).
 def pattern_mask(period, keep, phase):
-    """SPEC section 2's PATTERN gate as a mask: bit i is m of lane i,
+    """contract section 2's PATTERN gate as a mask: bit i is m of lane i,
     n = (phase + i) mod P, m = 0 iff n >= K."""
     return sum(1 << i for i in range(E) if (phase + i) % period < keep)
 
 
 def line_expected(data, mode, fmt, kind, mask, thresh):
-    """Whole output line: lane i per SPEC section 2 with the PATTERN gate
+    """Whole output line: lane i per contract section 2 with the PATTERN gate
     m = bit i of ``mask``.  ``lane_ref`` takes m as the pattern P = 1,
     K = m (n = 0 for every lane, kept iff 0 < K)."""
     if mode in (0, 1):
@@ -158,7 +158,7 @@ class Bench:
             in_ready, out_valid, _ = await self.step(None, 1)
             assert out_valid == 0, f"extra output beat at edge {self.edge}"
             assert in_ready == 1, f"in_ready low at edge {self.edge} when idle"
-        # scoreboard: in order, nothing lost / duplicated, values per SPEC 2
+        # scoreboard: in order, nothing lost / duplicated, values per contract 2
         assert len(got) == len(sent) == len(lines)
         errors = []
         for k, ((line, t_in), (data, tag, t_out)) in enumerate(zip(sent, got)):
@@ -193,7 +193,7 @@ def rand_data(rng):
 
 
 def rand_mask(rng):
-    """Any E-bit mask half the time, else one of SPEC section 2's patterns."""
+    """Any E-bit mask half the time, else one of contract section 2's patterns."""
     if rng.random() < 0.5:
         return rng.getrandbits(E)
     period = rng.randint(1, 15)
@@ -212,7 +212,7 @@ def rand_valid_fields(rng):
 
 @conformance_test
 async def ports_and_widths(dut):
-    """Every SPEC v2 section 3 port exists with its width (in_gate_mask: E bits)."""
+    """Every contract section 3 (v2) port exists with its width (in_gate_mask: E bits)."""
     bad = port_mismatches(dut, PORTS)
     assert not bad, "; ".join(bad)
 
@@ -242,9 +242,9 @@ async def reset_in_ready_and_latency(dut):
 
 @conformance_test
 async def lanes_all_modes_formats_gates(dut):
-    """Lane values of SPEC 2 for every mode x format x gate kind and gate-field edges
+    """Lane values of contract 2 for every mode x format x gate kind and gate-field edges
     (PATTERN: no lane, every lane, single lanes, random masks, and the patterns of
-    SPEC 2's P, K and phase edges)."""
+    contract 2's P, K and phase edges)."""
     rng = random.Random(SEED * 11 + 2)
     b = Bench(dut)
     await b.reset()

@@ -1,4 +1,4 @@
-"""Conformance bench of the ``neuron_fabric`` top against SPEC section 4.
+"""Conformance bench of the ``neuron_fabric`` top against contract section 4.
 
 Written from the contract only.  Parameters: ``line_bits``, ``workers``,
 ``stages``, ``regions``, ``max_outstanding``, ``seed``, ``random_requests``
@@ -46,7 +46,7 @@ def _configure(params):
 
 conformance_test = spec_test(_configure)
 
-# SPEC 4.4 register map (deliberate clean-room copy: written from the SPEC,
+# contract 4.4 register map (deliberate clean-room copy: written from the contract,
 # independent of host/regmap.py; do not share)
 ID, VERSION, CAPS0, CAPS1, DEFAULT_CFG, STATUS = 0x000, 0x004, 0x008, 0x00C, 0x010, 0x014
 def CNT_LO(j): return 0x080 + 8 * j
@@ -60,12 +60,12 @@ def R_LIMIT_HI(r): return 0x110 + 0x20 * r
 ST_UNSUPPORTED, ST_RD_ERR, ST_WR_ERR, ST_POISON_DROP, ST_BAD_CSR = 1, 2, 4, 8, 16
 CNT_BYPASS, CNT_IDENTITY, CNT_GBINARY, CNT_GTERNARY, CNT_WRITES, CNT_ERRORS = range(6)
 
-# SPEC 4.2 opcodes (deliberate clean-room copy, independent of host/facts.py)
+# contract 4.2 opcodes (deliberate clean-room copy, independent of host/facts.py)
 REQ_MEMINV, REQ_MEMRD, REQ_MEMRDDATA, REQ_MEMSPECRD, REQ_MEMINVNT = 0b0000, 0b0001, 0b0010, 0b1000, 0b1001
 RWD_MEMWR, RWD_MEMWRPTL = 0b0001, 0b0010
 DRS_MEMDATA, NDR_CMP = 0b000, 0b000
 
-# SPEC 4.4 CFG word and its validity rule (deliberate clean-room copy,
+# contract 4.4 CFG word and its validity rule (deliberate clean-room copy,
 # independent of host/regmap.py's cfg_encode / cfg_check)
 CFG_DEFAULT_RESET = (3 << 8) | (2 << 12)  # BYPASS, COUNT, PATTERN, P=3, K=2, T=0
 
@@ -340,7 +340,7 @@ class Top:
 
 
 class CsrModel:
-    """The bench's own copy of the configuration registers (SPEC 4.3/4.4)."""
+    """The bench's own copy of the configuration registers (contract 4.3/4.4)."""
 
     def __init__(self):
         self.default = CFG_DEFAULT_RESET
@@ -388,7 +388,7 @@ def rand_line(rng):
 # ================================================================== tests ==
 
 def spec_ports():
-    """SPEC section 4.1's ports and widths for this run's parameters."""
+    """contract section 4.1's ports and widths for this run's parameters."""
     return {
         "clk": 1, "rst": 1,
         "m2s_req_valid": 1, "m2s_req_ready": 1, "m2s_req_opcode": 4, "m2s_req_addr": 52,
@@ -663,7 +663,7 @@ async def csr_status_rw1c(dut):
 
 @conformance_test
 async def req_opcodes(dut):
-    """Every M2S Req row of SPEC 4.2, and the AXI read request shape."""
+    """Every M2S Req row of contract 4.2, and the AXI read request shape."""
     top = await setup(dut, 6)
     rng = top.rng
     errs = []
@@ -736,7 +736,7 @@ async def req_opcodes(dut):
 
 @conformance_test
 async def rwd_opcodes(dut):
-    """Every M2S RwD row of SPEC 4.2; NDR after B; MemWrPtl byte enables; writes unchanged."""
+    """Every M2S RwD row of contract 4.2; NDR after B; MemWrPtl byte enables; writes unchanged."""
     top = await setup(dut, 7)
     rng = top.rng
     csr = CsrModel()

@@ -1,7 +1,7 @@
 """Formal specifications of the datapath core, checked with SymbiYosys.
 
 * :class:`LaneSpec` -- every lane of the core equals :func:`reference_lane`,
-  a small Amaranth function written from SPEC section 2 (independent of
+  a small Amaranth function written from contract section 2 (independent of
   the core's own structure), for every input line, every PATTERN mask
   and every configuration in range; IDENTITY and BYPASS lines pass
   unchanged whatever the other fields hold.  The line, its mask and its
@@ -39,8 +39,8 @@ FORMAL_BUILD = BUILD / "formal"
 
 
 def reference_lane(lane, workers, mode, fmt, gate_kind, mask_bit, threshold):
-    """SPEC section 2 for one lane: the W-bit output lane.  ``mask_bit`` is
-    the lane's bit of ``gate_mask``, the PATTERN gate ``m`` (SPEC v2
+    """contract section 2 for one lane: the W-bit output lane.  ``mask_bit`` is
+    the lane's bit of ``gate_mask``, the PATTERN gate ``m`` (contract v2
     section 3).
 
     Written with wide signed arithmetic, straight from the formulas.
@@ -61,7 +61,7 @@ def reference_lane(lane, workers, mode, fmt, gate_kind, mask_bit, threshold):
 
 
 def config_in_range(workers, fmt, threshold):
-    """SPEC section 2's ranges of the core's fields (every mask is in range)."""
+    """contract section 2's ranges of the core's fields (every mask is in range)."""
     return (fmt != 3) & (threshold <= workers)
 
 

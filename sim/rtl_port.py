@@ -7,7 +7,7 @@ M2S Req MemRd per line, the data from S2M DRS.  It drives the bus models of
 :class:`neuron_fabric.sim.tb_top.TopTB`, whose scoreboard checks every
 response against the golden model under the configuration the control
 writes (``tb.driver``, AXI4-Lite) had given it: so a run through this port
-also checks SPEC 4.3 for every line.
+also checks contract 4.3 for every line.
 """
 
 import numpy as np

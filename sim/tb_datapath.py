@@ -64,7 +64,7 @@ def pauses(probability, rng):
 
 
 def random_config(rng, workers, lanes, bad_fraction=0.0):
-    """A random configuration of SPEC section 2 (the PATTERN mask half the
+    """A random configuration of contract section 2 (the PATTERN mask half the
     time from random P, K and phase, half the time random); with
     ``bad_fraction`` probability one field is pushed out of its range
     instead."""
@@ -98,7 +98,7 @@ def _valid_config(cfg, workers):
 
 
 def expected_line(data, line_bits, workers, cfg):
-    """Golden response to one line, or None where SPEC leaves it open
+    """Golden response to one line, or None where contract leaves it open
     (out-of-range fields in a transforming mode)."""
     if cfg["mode"] in (Mode.BYPASS, Mode.IDENTITY):
         return data

@@ -15,7 +15,7 @@ table fills).  :class:`ReorderingAxiRam` answers reads out of order.
 
 Reference models
 ----------------
-:class:`ConfigState` is the control state as SPEC 4.3 reads it (DEFAULT_CFG
+:class:`ConfigState` is the control state as contract 4.3 reads it (DEFAULT_CFG
 and the region table); :meth:`ConfigState.read_config` gives the
 configuration and phase of a read, and :func:`expected_read` the response
 bytes from the golden model.  :class:`ConfigHistory` records when control
@@ -177,7 +177,7 @@ class ReorderingAxiRam(FaultyAxiRam):
 
 @dataclass
 class ConfigState:
-    """DEFAULT_CFG and the region table as register words, read the SPEC 4.3
+    """DEFAULT_CFG and the region table as register words, read the contract 4.3
     way.  ``regions[r]`` is ``[CFG, BASE_LO, BASE_HI, LIMIT_LO, LIMIT_HI]``."""
     params: TopParams
     default_cfg: int = cfg_encode()
@@ -371,7 +371,7 @@ class TopTB:
                            size=2**32, depth=mem_depth)
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
         self.driver = Driver(RecordingBus(self, AxiLiteMasterBus(self.axil)), params)
-        self.model = {}                 # line number -> bytes (the memory as SPEC says)
+        self.model = {}                 # line number -> bytes (the memory as contract says)
         self.state = ConfigState(params)
         self.history = ConfigHistory(self.state)
         self.board = Scoreboard(params, self.history)

@@ -255,7 +255,7 @@ def build(synth, route, ge, features, endpoints=(), sky=()):
     L += [f"| {a} | {b} | {c} | {d} | `{e}` |" for a, b, c, d, e in rows]
     L += ["", "The paper profile keeps only what the paper's datapath has (identity, "
           "G-Binary, G-Ternary with the fixed 2-of-3 gate, COUNT output) for a like-for-like "
-          "area comparison; the full profile implements all of SPEC section 2.", ""]
+          "area comparison; the full profile implements all of contract section 2.", ""]
 
     # -- targets ------------------------------------------------------------------
     L += ["## Targets", "", "| target | value | status |", "|---|---:|---|"]

@@ -1,4 +1,4 @@
-"""The low-bit aggregation datapath core (SPEC section 3).
+"""The low-bit aggregation datapath core (contract section 3).
 
 Structure
 ---------
@@ -69,7 +69,7 @@ class DatapathDesign:
     Raises
     ------
     TypeError, ValueError
-        For a parameter outside SPEC section 1 (the message quotes it).
+        For a parameter outside contract section 1 (the message quotes it).
     """
     params: DatapathParams
     profile: Profile
@@ -123,7 +123,7 @@ class DatapathDesign:
 
 
 class Datapath(wiring.Component):
-    """Low-bit aggregation datapath (SPEC section 3).
+    """Low-bit aggregation datapath (contract section 3).
 
     Parameters
     ----------
@@ -134,7 +134,7 @@ class Datapath(wiring.Component):
     stages : int
         Latency in cycles, 1..8.
     profile : str or :class:`~neuron_fabric.host.facts.Profile`
-        ``"full"`` (all of SPEC section 2) or ``"paper"`` (identity,
+        ``"full"`` (all of contract section 2) or ``"paper"`` (identity,
         G-Binary, G-Ternary with the PATTERN gate, COUNT output), or any
         other :class:`Profile` (for feature-cost studies).  Only the
         features of :data:`~neuron_fabric.host.facts.CORE_FEATURES` concern
@@ -152,7 +152,7 @@ class Datapath(wiring.Component):
     Raises
     ------
     TypeError, ValueError
-        For a parameter outside SPEC section 1 (the message quotes it).
+        For a parameter outside contract section 1 (the message quotes it).
     """
 
     def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):

@@ -1,5 +1,5 @@
 """What enters and leaves the datapath core: the payload layouts of its
-streams (SPEC section 3), and the bundles every step set starts from and
+streams (contract section 3), and the bundles every step set starts from and
 ends with."""
 
 from dataclasses import dataclass

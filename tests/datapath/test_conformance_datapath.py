@@ -1,4 +1,4 @@
-"""Conformance of the exported datapath core to SPEC section 3 (cocotb).
+"""Conformance of the exported datapath core to contract section 3 (cocotb).
 
 Each parameter set is exported under build/conformance/, built and simulated
 once per pytest session; every cocotb test of sim/conformance_datapath.py is

@@ -24,7 +24,7 @@ def _check(kind, line_bits, workers, stages):
     pytest.param(64, 16, 1, marks=pytest.mark.slow),
 ])
 def test_lane_equals_reference(line_bits, workers, stages):
-    """Every lane of a line equals SPEC section 2, for every input and
+    """Every lane of a line equals contract section 2, for every input and
     every configuration in range (IDENTITY/BYPASS: for any fields)."""
     _check("lane", line_bits, workers, stages)
 

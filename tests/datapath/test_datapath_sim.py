@@ -3,7 +3,7 @@
 
 Every lane value (all 2^W for W = 4 and 8, random values of every sign
 count for W = 16) meets every mode, format and gate kind under gate
-settings that cover the edges of SPEC section 2 (PATTERN masks from the
+settings that cover the edges of contract section 2 (PATTERN masks from the
 edge values of P, K and the phase, and arbitrary masks).  Many lanes share a line,
 so a few hundred cycles cover the whole matrix.  The handshake checks
 (order, tags, exact latency, one line per cycle) run on every simulation.
@@ -119,7 +119,7 @@ def matrix_beats(line_bits, w, rng, configs, profile=PROFILES["full"], w16_lines
 
 def simulate(dut, beats, *, seed=0, valid_prob=1.0, ready_prob=1.0):
     """Stream ``beats`` through ``dut`` with random input ``valid`` gaps and
-    output ``ready`` backpressure; check the handshake rules of SPEC section 3
+    output ``ready`` backpressure; check the handshake rules of contract section 3
     cycle by cycle.  Returns ``(beat, data, latency)`` per output line."""
     rng = random.Random(seed)
     stages = dut.stages
@@ -299,7 +299,7 @@ def test_not_ready_in_reset():
 # -- out-of-range fields -----------------------------------------------------
 
 def out_of_range_configs(w, lanes):
-    """Field values outside SPEC section 2 (format 3, T > W), each in a
+    """Field values outside contract section 2 (format 3, T > W), each in a
     transforming mode; every mask is in range."""
     every, some = (1 << lanes) - 1, pattern_mask(lanes, 3, 2, 1)
     bad = []

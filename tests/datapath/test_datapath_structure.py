@@ -2,7 +2,7 @@
 step computes is a function of at most seven register outputs, so that each
 step maps to one ECP5 LUT (a LUT4 with the slice's wide-function
 multiplexers); and each lane reads its own PATTERN mask bit only (the mask
-travels with the lane, SPEC v2 section 3).  Checked on the generic netlist
+travels with the lane, contract section 3 (v2)).  Checked on the generic netlist
 (Yosys `synth -flatten; abc`): the support of each flip-flop's D input,
 traced back to flip-flop outputs and module inputs."""
 

@@ -1,4 +1,4 @@
-"""The Verilog export: command line, errors, and the port list of SPEC v2
+"""The Verilog export: command line, errors, and the port list of contract v2
 section 3 for every parameter set."""
 
 import itertools
@@ -16,7 +16,7 @@ EXPORT = pathlib.Path(sys.executable).parent / "neuron-fabric-export"
 
 
 def spec_ports(line_bits, workers):
-    """SPEC v2 section 3, typed from the SPEC text: name -> (direction, width)."""
+    """contract section 3 (v2), typed from the contract text: name -> (direction, width)."""
     return {
         "clk": ("input", 1), "rst": ("input", 1),
         "in_valid": ("input", 1), "in_ready": ("output", 1),

@@ -1,4 +1,4 @@
-"""The transaction-level device model against SPEC section 4: hand-worked
+"""The transaction-level device model against contract section 4: hand-worked
 examples, the register map, the golden model's one-lane reference
 (``transform_lane``) and the driver; the bulk path against the per-line path."""
 
@@ -20,7 +20,7 @@ DEFAULT = TopParams()
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
 WIDE = TopParams(line_bits=1024, workers=16, stages=8, regions=16, max_outstanding=256)
 STATUS = {f.name: f.mask for f in STATUS_BITS}
-BAD_CFGS = [                                    # SPEC 4.4: rejected whole
+BAD_CFGS = [                                    # contract 4.4: rejected whole
     cfg_encode(Mode.GBINARY, 3, GateKind.PATTERN, 5, 3, 1),            # format 3
     cfg_encode(Mode.GBINARY, Format.COUNT, GateKind.PATTERN, 0, 0, 0),  # P = 0
     cfg_encode(Mode.GBINARY, Format.COUNT, GateKind.PATTERN, 4, 5, 0),  # K > P
@@ -83,7 +83,7 @@ def random_lines(rng, n, params):
 def test_reset_values(params):
     dev = Device(params)
     rmap = RegisterMap(params)
-    # SPEC 4.4, written out: DEFAULT_CFG = BYPASS, COUNT, PATTERN, P=3, K=2, T=0
+    # contract 4.4, written out: DEFAULT_CFG = BYPASS, COUNT, PATTERN, P=3, K=2, T=0
     hand = {"ID": 0x4E464142, "VERSION": VERSION_MAJOR << 16 | VERSION_MINOR,
             "DEFAULT_CFG": 0x0000_2300, "STATUS": 0,
             "CAPS0": params.line_bits | params.workers << 16 | params.stages << 24,

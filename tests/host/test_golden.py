@@ -134,10 +134,10 @@ def test_vectorised_matches_scalar(workers):
             assert lanes_of(out[row:row + 1], workers) == expect, (mode, fmt, kind, p, k, t)
 
 
-# -- the PATTERN gate as a mask (SPEC v2 section 3) -----------------------------
+# -- the PATTERN gate as a mask (contract section 3 (v2)) -----------------------------
 
 def test_gate_pattern_follows_the_spec_formula():
-    # SPEC section 2, written out here: n = (phase + i) mod P; keep iff n < K.
+    # contract section 2, written out here: n = (phase + i) mod P; keep iff n < K.
     lanes = 19
     for p in range(1, 16):
         for k in range(p + 1):

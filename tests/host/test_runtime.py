@@ -1,5 +1,5 @@
 """Gradient runtime on the device model: hand-worked examples, every low-bit
-policy against the SPEC's one-lane reference, the region table it programs,
+policy against the contract's one-lane reference, the region table it programs,
 mode changes, bad input refused before anything is written, and the bytes
 it counts."""
 
@@ -37,7 +37,7 @@ def grads_from_votes(votes, workers):
 
 
 def reference(g, policy):
-    """Direction per element from the SPEC's one-lane reference (element j is
+    """Direction per element from the contract's one-lane reference (element j is
     lane j of a window whose first element is its lane 0, so phase is 0)."""
     workers = g.shape[0]
     out = []

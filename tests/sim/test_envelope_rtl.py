@@ -1,10 +1,10 @@
 """RTL in the loop (fast version of ``make envelope-rtl``): the exported top
 under Verilator must match the envelope model within the tolerance, and a
 single read must take exactly STAGES cycles longer in G-Binary than in
-BYPASS (SPEC 4.3).
+BYPASS (contract 4.3).
 
 The bench builds a 64-bit-line top: its timing in cycles is the same as the
-default 512-bit build's (SPEC fixes the datapath latency at STAGES for every
+default 512-bit build's (contract fixes the datapath latency at STAGES for every
 width) and it compiles about three times faster.  ``make envelope-rtl``
 runs the default build.
 

@@ -1,4 +1,4 @@
-"""Conformance of the exported top ``neuron_fabric`` to SPEC section 4 (cocotb).
+"""Conformance of the exported top ``neuron_fabric`` to contract section 4 (cocotb).
 
 Each parameter set is exported under build/conformance/, built and simulated
 once per pytest session; every cocotb test of sim/conformance_top.py is

@@ -1,7 +1,7 @@
 """Amaranth-simulator tests of the top's blocks, each against an independent
 oracle: the bus signatures, the split counter (a Python integer), the
 request pipeline (the golden model's gate pattern and the region rule of
-SPEC 4.3 written out in Python), the control registers (the register map),
+contract 4.3 written out in Python), the control registers (the register map),
 the write path and the NDR arbiter (every tag once, in the right place)."""
 
 import random
@@ -59,7 +59,7 @@ def test_split_counter_reads_one_consistent_value():
 
 
 def _region_rule(addr, regions, default):
-    """SPEC 4.3 in Python: (cfg fields, base) of line address ``addr``."""
+    """contract 4.3 in Python: (cfg fields, base) of line address ``addr``."""
     for cfg, base, limit in regions:
         if cfg["enable"] and base <= addr < limit:
             return cfg, base

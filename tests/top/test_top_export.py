@@ -1,4 +1,4 @@
-"""The exported top: port names and widths exactly as SPEC 4.1, and the
+"""The exported top: port names and widths exactly as contract 4.1, and the
 integration example compiles against it (Icarus and Verilator lint)."""
 
 import os
@@ -15,7 +15,7 @@ from neuron_fabric.host.facts import TOP_MODULE
 
 
 def spec_ports(line_bits, id_bits):
-    """SPEC 4.1, written out by hand: name -> (direction, width)."""
+    """contract 4.1, written out by hand: name -> (direction, width)."""
     lb = line_bits // 8
     ports = {"clk": ("input", 1), "rst": ("input", 1)}
 

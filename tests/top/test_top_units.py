@@ -1,4 +1,4 @@
-"""Fast checks of the top's pieces: register map against SPEC 4.4, generated
+"""Fast checks of the top's pieces: register map against contract 4.4, generated
 docs up to date, driver validation, gate-phase and gate-mask logic and the
 ID free list (Amaranth simulator)."""
 
@@ -75,7 +75,7 @@ def test_driver_writes_what_spec_says():
     drv = Driver(bus, TopParams(regions=4))
     run(drv.set_default(Mode.GTERNARY, format=Format.SIGN, gate_kind=GateKind.MARGIN,
                         period=5, keep=4, threshold=3))
-    # hand-assembled from the SPEC CFG layout
+    # hand-assembled from the contract CFG layout
     assert bus.log == [("w", 0x010, 3 | 2 << 2 | 1 << 4 | 5 << 8 | 4 << 12 | 3 << 16)]
     bus.log.clear()
     run(drv.set_region(2, base=0x12_3456_7800, limit=0x12_3456_9000, mode=Mode.GBINARY))
@@ -164,7 +164,7 @@ def test_phase_logic(width, lanes):
 @pytest.mark.parametrize("lanes", [4, 64])
 def test_gate_mask_logic(lanes):
     """The mask the top hands the core, for every P, K and phase, against
-    the golden model's gate_pattern (SPEC section 2)."""
+    the golden model's gate_pattern (contract section 2)."""
     m = Module()
     period, keep, phase = Signal(4), Signal(4), Signal(4)
     mask = Signal(lanes)
