@@ -142,10 +142,14 @@ PROFILES = {
 }
 
 
-def check_choice(name, value, choices):
-    """Raise a ``TypeError``/``ValueError`` quoting ``value`` unless it is one of ``choices``."""
+def _check_integer(name, value):
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an integer, not {value!r}")
+
+
+def check_choice(name, value, choices):
+    """Raise a ``TypeError``/``ValueError`` quoting ``value`` unless it is one of ``choices``."""
+    _check_integer(name, value)
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, not {value!r}")
     return value
@@ -153,8 +157,7 @@ def check_choice(name, value, choices):
 
 def check_range(name, value, rng):
     """Raise a ``TypeError``/``ValueError`` quoting ``value`` unless it lies in ``rng``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
+    _check_integer(name, value)
     if value not in rng:
         raise ValueError(f"{name} must be in {rng.start}..{rng.stop - 1}, not {value!r}")
     return value
