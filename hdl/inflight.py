@@ -139,20 +139,20 @@ class InFlightTable(wiring.Component):
             sides[name] = (pool, free)
 
         (rpool, r_free), (wpool, w_free) = sides["read"], sides["write"]
-        in_flight = Signal(range(n + 1))
+        occupied = Signal(range(n + 1))
         room1, room2 = Signal(), Signal()
         # The IDs taken this cycle are known late (they depend on the ID
         # pools, the queues and each other); everything else is registered.
         # So the next count, its room flags and devload are formed for 0, 1
         # and 2 IDs taken, and the takes only choose among them.
         base = Signal(range(-2, n + 1))
-        m.d.comb += base.eq(in_flight - r_free - w_free)
+        m.d.comb += base.eq(occupied - r_free - w_free)
         takes = self.read_alloc.take + self.write_alloc.take
         with m.Switch(takes):
             for k in range(3):
                 with m.Case(k):
                     nxt = base + k
-                    m.d.sync += [in_flight.eq(nxt), room1.eq(nxt < n), room2.eq(nxt < n - 1),
+                    m.d.sync += [occupied.eq(nxt), room1.eq(nxt < n), room2.eq(nxt < n - 1),
                                  self.devload.eq(Mux(nxt >= n, 3, Mux(4 * nxt >= 3 * n, 2,
                                                                       Mux(4 * nxt >= n, 1, 0))))]
         m.d.comb += [

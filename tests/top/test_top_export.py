@@ -87,3 +87,11 @@ def test_integration_example_verilator_lint(default_top):
                            str(default_top)], env=env, capture_output=True, text=True)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "%Error" not in out, out
+
+
+def test_default_top_lints_clean(default_top):
+    """The lint ``make lint`` runs, on the top ``make`` exports (a signal that
+    shares its module's name once made it fail with VARHIDDEN)."""
+    from neuron_fabric.sim import lint
+    passed, output = lint.lint_file(default_top)
+    assert passed, output
