@@ -12,7 +12,8 @@ from enum import IntEnum
 __all__ = [
     "LINE_BITS_CHOICES", "WORKERS_CHOICES", "STAGES_RANGE", "REGIONS_RANGE",
     "MAX_OUTSTANDING_RANGE", "DEFAULTS", "FIELD_WIDTHS",
-    "Mode", "Format", "GateKind", "FEATURES", "CORE_FEATURES", "PROFILES", "Profile",
+    "Mode", "Format", "GateKind", "Layout", "Operand", "COUNT_LANE_BITS", "count_geometry",
+    "FEATURES", "CORE_FEATURES", "PROFILES", "Profile",
     "DatapathParams", "TopParams", "CXL_ADDR_BITS", "ReqOpcode", "RwdOpcode",
     "DRS_MEMDATA", "NDR_CMP", "DATAPATH_MODULE", "TOP_MODULE", "check_choice", "check_range",
 ]
@@ -67,6 +68,38 @@ class GateKind(IntEnum):
     """How G-Ternary decides whether a lane is kept (contract section 2)."""
     PATTERN = 0
     MARGIN = 1
+
+
+class Layout(IntEnum):
+    """Where a line keeps each worker's (or contributor's) bits (contract
+    section 5): ELEMENT_MAJOR puts all of one element's bits in its lane
+    (contract section 2); WORKER_MAJOR gives each worker a contiguous
+    segment of the line holding its bits for every element."""
+    ELEMENT_MAJOR = 0
+    WORKER_MAJOR = 1
+
+
+class Operand(IntEnum):
+    """What a line holds (contract section 5): one sign bit per worker, or
+    4- or 8-bit partial sign counts from lower-level controllers; 3 is
+    invalid."""
+    SIGNS = 0
+    COUNTS4 = 1
+    COUNTS8 = 2
+
+
+#: Bits of one element's count lane, in and out, for the count operands
+#: (contract section 5).
+COUNT_LANE_BITS = 32
+
+
+def count_geometry(operand):
+    """``(b, N)`` for a count operand: bits per partial count and the number
+    of contributors a count lane holds (contract section 5)."""
+    bits = {Operand.COUNTS4: 4, Operand.COUNTS8: 8}.get(operand)
+    if bits is None:
+        raise ValueError(f"operand must be COUNTS4 (1) or COUNTS8 (2), not {operand!r}")
+    return bits, COUNT_LANE_BITS // bits
 
 
 #: Features of the full design that a reduced build may hard-wire away.
