@@ -23,18 +23,41 @@ Encoding
 :func:`encode_signs` packs FP32 gradients of shape ``(W, N)`` element-major.
 The last line is padded with lanes whose bits are all 0 (every worker
 "non-positive"); :func:`decode` drops them again when told ``N``.
+
+The hierarchy extension (contract section 5)
+--------------------------------------------
+* Worker-major layout (``layout=Layout.WORKER_MAJOR``): worker ``k`` owns
+  line bits ``[k*E, (k+1)*E)``, bit ``j`` of its segment being its sign for
+  element ``j``; :func:`to_element_major` / :func:`to_worker_major` are the
+  permutation, and :func:`transform` of a worker-major line returns what the
+  element-major line of the same signs returns.
+* Count operands (:func:`encode_counts`, :func:`transform_counts`,
+  :func:`decode_counts`, the one-element reference
+  :func:`transform_count_lane`): a 32-bit count lane per element holds ``N``
+  partial counts of ``b`` bits (``N, b`` = 8, 4 for COUNTS4 and 4, 8 for
+  COUNTS8); a read sums them exactly (``c``), forms ``a = 2c - total`` and
+  returns 32-bit output lanes.
+* :func:`transform_wide`: the contract's formulas over any number of
+  workers with 32-bit output lanes, the reference a multi-level hierarchy
+  must match bit for bit.
 """
 
 import functools
 
 import numpy as np
 
-from .facts import Format, GateKind, Mode, LINE_BITS_CHOICES, WORKERS_CHOICES
+from .facts import (COUNT_LANE_BITS, FIELD_WIDTHS, Format, GateKind, Layout, Mode, Operand,
+                    LINE_BITS_CHOICES, WORKERS_CHOICES, count_geometry)
 
 __all__ = [
-    "check_config", "transform_lane", "transform", "gate_pattern",
+    "check_config", "check_count_config", "transform_lane", "transform", "gate_pattern",
     "encode_signs", "decode", "line_phase", "lines_from_ints", "lines_to_ints",
+    "to_element_major", "to_worker_major", "count_total_limit", "encode_counts",
+    "transform_count_lane", "transform_counts", "decode_counts", "transform_wide",
 ]
+
+#: Largest MARGIN gate threshold the CFG word holds (contract section 4.4).
+_MAX_THRESHOLD = (1 << FIELD_WIDTHS["gate_threshold"]) - 1
 
 
 # -- configuration checks ----------------------------------------------------
@@ -44,6 +67,41 @@ def check_config(workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
     """Raise ``ValueError`` naming the first field outside contract section 2."""
     if workers not in WORKERS_CHOICES:
         raise ValueError(f"workers must be one of {WORKERS_CHOICES}, not {workers!r}")
+    _check_fields(mode, fmt, gate_kind, period, keep)
+    if not 0 <= threshold <= workers:
+        raise ValueError(f"gate threshold T must be in 0..W={workers}, not {threshold!r}")
+
+
+def count_total_limit(operand):
+    """The largest ``total`` of a count operand: ``N * (2**b - 1)`` (120 for
+    COUNTS4, 1020 for COUNTS8; contract section 5)."""
+    bits, contributors = count_geometry(operand)
+    return contributors * ((1 << bits) - 1)
+
+
+def check_count_config(operand, total, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
+                       period=3, keep=2, threshold=0, layout=Layout.ELEMENT_MAJOR):
+    """Raise ``ValueError`` naming the first field outside contract section 5
+    for a count operand: ``1 <= total <= N * (2**b - 1)``, ``T <= total``
+    (and T fits its 5-bit CFG field), the section 2 fields as for signs."""
+    most = count_total_limit(operand)
+    if isinstance(total, bool) or not isinstance(total, (int, np.integer)) \
+            or not 1 <= total <= most:
+        raise ValueError(f"total must be an integer in 1..{most} for "
+                         f"{Operand(operand).name}, not {total!r}")
+    _check_fields(mode, fmt, gate_kind, period, keep)
+    if not 0 <= threshold <= min(total, _MAX_THRESHOLD):
+        raise ValueError(f"gate threshold T must be in 0..min(total={total}, "
+                         f"{_MAX_THRESHOLD}), not {threshold!r}")
+    _check_layout(layout)
+
+
+def _check_layout(layout):
+    if layout not in tuple(Layout):
+        raise ValueError(f"layout must be one of {[int(x) for x in Layout]}, not {layout!r}")
+
+
+def _check_fields(mode, fmt, gate_kind, period, keep):
     if mode not in tuple(Mode):
         raise ValueError(f"mode must be one of {[int(m) for m in Mode]}, not {mode!r}")
     if fmt not in tuple(Format):
@@ -54,8 +112,6 @@ def check_config(workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
         raise ValueError(f"gate period P must be in 1..15, not {period!r}")
     if not 0 <= keep <= period:
         raise ValueError(f"gate keep K must be in 0..P={period}, not {keep!r}")
-    if not 0 <= threshold <= workers:
-        raise ValueError(f"gate threshold T must be in 0..W={workers}, not {threshold!r}")
 
 
 def _check_lines(lines, line_bits=None):
@@ -95,7 +151,15 @@ def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
     if mode in (Mode.BYPASS, Mode.IDENTITY):
         return lane & mask
     c = bin(lane & mask).count("1")
-    a = 2 * c - workers
+    return _lane_value(c, workers, lane_index, mode, fmt, gate_kind, period, keep, threshold,
+                       phase, gate_mask) & mask
+
+
+def _lane_value(c, total, lane_index, mode, fmt, gate_kind, period, keep, threshold, phase,
+                gate_mask):
+    """The output value (a Python int, signed) of one lane of count ``c`` out of
+    ``total`` votes under G-Binary or G-Ternary (contract sections 2 and 5)."""
+    a = 2 * c - total
     if mode == Mode.GBINARY:
         m = True
     elif gate_kind == GateKind.PATTERN:
@@ -104,15 +168,13 @@ def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
         m = bool(gate_mask[lane_index])
     else:
         m = abs(a) >= threshold
-    c_g = c if m else workers // 2
+    c_g = c if m else total // 2
     a_g = a if m else 0
     if fmt == Format.COUNT:
-        value = c_g
-    elif fmt == Format.MARGIN:
-        value = a_g
-    else:
-        value = (a_g > 0) - (a_g < 0)
-    return value & mask
+        return c_g
+    if fmt == Format.MARGIN:
+        return a_g
+    return (a_g > 0) - (a_g < 0)
 
 
 # -- many lines, vectorised ---------------------------------------------------
@@ -216,12 +278,17 @@ _CHUNK_LINES = 1 << 14
 
 
 def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
-              period=3, keep=2, threshold=0, phase=0, *, gate_mask=None):
+              period=3, keep=2, threshold=0, phase=0, *, gate_mask=None,
+              layout=Layout.ELEMENT_MAJOR):
     """Return the read responses for ``lines`` under one configuration.
 
     Parameters
     ----------
     lines : ndarray of uint8, shape (L, LINE_BYTES)
+        Sign lines in ``layout``.  A worker-major line reads as the
+        element-major line of the same signs (:func:`to_element_major`)
+        under G-Binary and G-Ternary, and as its stored bytes under BYPASS
+        and IDENTITY (contract section 5).
     phase : int or ndarray of int, shape (L,)
         Element index of each line's lane 0 modulo P (PATTERN gate only).
     gate_mask : ndarray of bool, shape (E,) or (L, E), optional
@@ -238,11 +305,14 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
     """
     lines = _check_lines(lines)
     check_config(workers, mode, fmt, gate_kind, period, keep, threshold)
+    _check_layout(layout)
     n_lines, line_bits = lines.shape[0], lines.shape[1] * 8
     if gate_mask is not None:
         gate_mask = _check_mask(gate_mask, n_lines, line_bits // workers)
     if mode in (Mode.BYPASS, Mode.IDENTITY):
         return lines.copy()
+    if layout == Layout.WORKER_MAJOR:
+        lines = to_element_major(lines, workers)
     ternary = mode == Mode.GTERNARY
     pattern = ternary and gate_kind == GateKind.PATTERN
     lanes = _Lanes(workers)
@@ -278,11 +348,12 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
 
 # -- runtime side: encode gradients, decode responses ------------------------
 
-def encode_signs(grads, line_bits):
-    """Pack worker gradients ``(W, N)`` into element-major sign lines.
+def encode_signs(grads, line_bits, layout=Layout.ELEMENT_MAJOR):
+    """Pack worker gradients ``(W, N)`` into sign lines of ``layout``.
 
     Returns ``uint8`` lines of shape ``(ceil(N / E), LINE_BYTES)``.  The last
-    line is padded with all-zero lanes.
+    line is padded with all-zero lanes (element-major) or all-zero bits at
+    the end of each worker's segment (worker-major).
     """
     grads = np.asarray(grads)
     if grads.ndim != 2:
@@ -292,8 +363,13 @@ def encode_signs(grads, line_bits):
         raise ValueError(f"W = grads.shape[0] must be one of {WORKERS_CHOICES}, not {workers}")
     if line_bits not in LINE_BITS_CHOICES:
         raise ValueError(f"line_bits must be one of {LINE_BITS_CHOICES}, not {line_bits!r}")
+    _check_layout(layout)
     lanes = line_bits // workers
     n_lines = -(-n // lanes)
+    if layout == Layout.WORKER_MAJOR:
+        signs = np.zeros((workers, n_lines * lanes), dtype=bool)
+        signs[:, :n] = grads > 0
+        return _pack_rows(signs.reshape(workers, n_lines, lanes).transpose(1, 0, 2))
     # One lane per element, built by OR-ing in one worker's sign at a time:
     # bit k of lane i is worker k's sign (several times faster than a
     # transpose and packbits over the (N, W) bit matrix).
@@ -323,18 +399,297 @@ def decode(lines, workers, fmt, n=None):
     elif workers == 8:
         raw = lines.astype(np.int32)
     else:
-        raw = np.empty((lines.shape[0], lines.shape[1] * 2), dtype=np.int32)
-        raw[:, 0::2] = lines & 0x0F
-        raw[:, 1::2] = lines >> 4
+        raw = _nibbles(lines).astype(np.int32)
     if fmt != Format.COUNT:
         raw = np.where(raw >= 1 << (workers - 1), raw - (1 << workers), raw)
     flat = raw.reshape(-1).astype(np.int16)
     return flat if n is None else flat[:n]
 
 
+def _nibbles(lines):
+    """The 4-bit fields of ``lines`` (low nibble of each byte first): uint8, shape (L, 2 * LINE_BYTES)."""
+    out = np.empty((lines.shape[0], lines.shape[1] * 2), dtype=np.uint8)
+    out[:, 0::2] = lines & 0x0F
+    out[:, 1::2] = lines >> 4
+    return out
+
+
 def line_phase(line_index, lanes, period):
     """Phase of a line within its region: ``(line_index * E) mod P`` (contract 4.3)."""
     return (np.asarray(line_index) * lanes) % period
+
+
+# -- the hierarchy extension (contract section 5) ----------------------------
+
+def _pack_rows(bits):
+    """Bool bits of shape (L, ...) as lines: the trailing axes flattened in
+    order are line bits 0, 1, ..."""
+    return np.packbits(bits.reshape(bits.shape[0], -1), axis=1, bitorder="little")
+
+
+def _transpose_bits(lines, rows, cols):
+    """Each line's bits as a (rows, cols) matrix (line bit ``r*cols + c``),
+    transposed: line bit ``c*rows + r`` of the result."""
+    out = np.empty_like(lines)
+    for start in range(0, lines.shape[0], _CHUNK_LINES):
+        sl = slice(start, start + _CHUNK_LINES)
+        if rows % 8 == 0 and cols % 8 == 0:
+            out[sl] = _transpose_tiles(lines[sl], rows, cols)
+        else:
+            bits = np.unpackbits(lines[sl], axis=1, bitorder="little")
+            out[sl] = _pack_rows(bits.reshape(-1, rows, cols).transpose(0, 2, 1))
+    return out
+
+
+#: Steps of the 8 x 8 bit-matrix transpose in a uint64 (byte i = row i):
+#: (shift, mask) swapping 1 x 1, 2 x 2 and 4 x 4 blocks (Hacker's Delight 7-3).
+_TRANSPOSE8 = tuple((np.uint64(shift), np.uint64(mask)) for shift, mask in
+                    ((7, 0x00AA00AA00AA00AA), (14, 0x0000CCCC0000CCCC), (28, 0x00000000F0F0F0F0)))
+
+
+def _transpose_tiles(lines, rows, cols):
+    """:func:`_transpose_bits` for ``rows`` and ``cols`` multiples of 8: the
+    matrix as 8 x 8 tiles of one uint64 each, every tile transposed in
+    place (SWAR) and the tiles moved as whole bytes (several times faster
+    than unpacking every bit)."""
+    n = lines.shape[0]
+    # copy(): a fresh C-ordered array even where the reshape is a view of ``lines``.
+    tiles = lines.reshape(n, rows // 8, 8, cols // 8).transpose(0, 1, 3, 2).copy().view("<u8")
+    for shift, mask in _TRANSPOSE8:
+        t = (tiles ^ (tiles >> shift)) & mask
+        tiles ^= t ^ (t << shift)
+    return tiles.view(np.uint8).reshape(n, rows // 8, cols // 8, 8) \
+        .transpose(0, 2, 3, 1).reshape(n, -1)
+
+
+def _sign_geometry(lines, workers):
+    lines = _check_lines(lines)
+    if workers not in WORKERS_CHOICES:
+        raise ValueError(f"workers must be one of {WORKERS_CHOICES}, not {workers!r}")
+    return lines, lines.shape[1] * 8 // workers
+
+
+def to_element_major(lines, workers):
+    """Worker-major sign lines as element-major ones (contract section 5):
+    bit ``k*E + j`` moves to bit ``j*W + k``.  Inverse of :func:`to_worker_major`."""
+    lines, lanes = _sign_geometry(lines, workers)
+    return _transpose_bits(lines, workers, lanes)
+
+
+def to_worker_major(lines, workers):
+    """Element-major sign lines as worker-major ones (contract section 5):
+    bit ``j*W + k`` moves to bit ``k*E + j``.  Inverse of :func:`to_element_major`."""
+    lines, lanes = _sign_geometry(lines, workers)
+    return _transpose_bits(lines, lanes, workers)
+
+
+def _count_lanes(line_bits):
+    """E_c, the count lanes (elements) of a line."""
+    return line_bits // COUNT_LANE_BITS
+
+
+def _count_matrix(lines, operand, layout):
+    """The partial counts ``lines`` hold: uint8, shape (L, N, E_c), entry
+    ``[l, k, j]`` contributor ``k``'s count for element ``j`` of line ``l``."""
+    bits, contributors = count_geometry(operand)
+    fields = _nibbles(lines) if bits == 4 else lines
+    if layout == Layout.WORKER_MAJOR:
+        return fields.reshape(lines.shape[0], contributors, -1)
+    return fields.reshape(lines.shape[0], -1, contributors).transpose(0, 2, 1)
+
+
+def encode_counts(counts, line_bits, operand, layout=Layout.ELEMENT_MAJOR):
+    """Pack partial counts into count-operand lines (contract section 5).
+
+    Parameters
+    ----------
+    counts : array of int, shape (N_used, n)
+        Row ``k`` is contributor ``k``'s count of each of ``n`` elements,
+        0 .. 2**b - 1; ``N_used <= N`` (contributors ``N_used..N-1`` hold 0).
+    operand : Operand
+        COUNTS4 or COUNTS8.
+
+    Returns
+    -------
+    ndarray of uint8, shape (ceil(n / E_c), LINE_BYTES)
+        Elements past ``n`` in the last line hold all-zero counts.
+    """
+    counts = np.asarray(counts)
+    bits, contributors = count_geometry(operand)
+    if counts.ndim != 2 or not 1 <= counts.shape[0] <= contributors \
+            or not np.issubdtype(counts.dtype, np.integer):
+        raise ValueError(f"counts must be integers of shape (N_used <= {contributors}, n), "
+                         f"not {counts.dtype} of shape {counts.shape}")
+    bad = (counts < 0) | (counts >= 1 << bits)
+    if bad.any():
+        raise ValueError(f"a {bits}-bit partial count must be in 0..{(1 << bits) - 1}, "
+                         f"not {counts[bad][0]}")
+    if line_bits not in LINE_BITS_CHOICES:
+        raise ValueError(f"line_bits must be one of {LINE_BITS_CHOICES}, not {line_bits!r}")
+    _check_layout(layout)
+    used, n = counts.shape
+    lanes = _count_lanes(line_bits)
+    n_lines = -(-n // lanes)
+    matrix = np.zeros((contributors, n_lines * lanes), dtype=np.uint8)
+    matrix[:used, :n] = counts
+    matrix = matrix.reshape(contributors, n_lines, lanes)
+    order = (1, 0, 2) if layout == Layout.WORKER_MAJOR else (1, 2, 0)
+    fields = np.ascontiguousarray(matrix.transpose(order)).reshape(n_lines, -1)
+    if bits == 4:
+        fields = fields[:, 0::2] | (fields[:, 1::2] << np.uint8(4))
+    return fields
+
+
+def transform_count_lane(lane, lane_index, operand, total, mode, fmt=Format.COUNT,
+                         gate_kind=GateKind.PATTERN, period=3, keep=2, threshold=0, phase=0,
+                         *, gate_mask=None):
+    """Return the 32-bit output lane for one element-major count lane
+    (contract section 5), in plain integer arithmetic.
+
+    Parameters
+    ----------
+    lane : int
+        The element's 32-bit count lane: contributor ``k``'s count is bits
+        ``[k*b, (k+1)*b)``.
+    lane_index, phase, gate_mask
+        As for :func:`transform_lane`, with E_c = LINE_BITS / 32 lanes a line.
+    """
+    check_count_config(operand, total, mode, fmt, gate_kind, period, keep, threshold)
+    word = (1 << COUNT_LANE_BITS) - 1
+    if mode in (Mode.BYPASS, Mode.IDENTITY):
+        return lane & word
+    bits, contributors = count_geometry(operand)
+    c = sum((lane >> (k * bits)) & ((1 << bits) - 1) for k in range(contributors))
+    return _lane_value(c, total, lane_index, mode, fmt, gate_kind, period, keep, threshold,
+                       phase, gate_mask) & word
+
+
+def _count_outputs(counts, total, mode, fmt, gate_kind, threshold, kept):
+    """Output lanes (``<i4``) of sign counts ``counts`` out of ``total`` votes;
+    ``kept`` is the PATTERN gate (bool, broadcastable to ``counts``)."""
+    c = counts.astype(np.int32)
+    a = 2 * c - total
+    if mode == Mode.GTERNARY:
+        if gate_kind == GateKind.MARGIN:
+            kept = np.abs(a) >= threshold
+        c = np.where(kept, c, total // 2)
+        a = np.where(kept, a, 0)
+    value = c if fmt == Format.COUNT else a if fmt == Format.MARGIN else np.sign(a)
+    return value.astype("<i4")
+
+
+def _pattern_kept(gate_mask, phase, period, keep, n_lines, lanes):
+    """The PATTERN gate of ``n_lines`` lines: bool, shape (E_c,) or (L, E_c)."""
+    if gate_mask is not None:
+        return _check_mask(gate_mask, n_lines, lanes)
+    return gate_pattern(lanes, period, keep, np.broadcast_to(_check_phase(phase, period),
+                                                             (n_lines,)))
+
+
+def _chunk_mask(kept, sl):
+    return kept if kept.ndim == 1 else kept[sl]
+
+
+def transform_counts(lines, operand, total, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
+                     period=3, keep=2, threshold=0, phase=0, *, gate_mask=None,
+                     layout=Layout.ELEMENT_MAJOR):
+    """Return the read responses for count-operand ``lines`` (contract section 5).
+
+    Parameters
+    ----------
+    lines : ndarray of uint8, shape (L, LINE_BYTES)
+        Partial counts in ``operand``'s geometry and ``layout``.
+    total : int
+        The number of contributions the counts sum over, 1 .. N * (2**b - 1).
+    phase, gate_mask
+        As for :func:`transform`, with E_c = LINE_BITS / 32 lanes a line (a
+        region's line ``l`` has phase ``(l * E_c) mod P``, :func:`line_phase`).
+
+    Returns
+    -------
+    ndarray of uint8, shape (L, LINE_BYTES)
+        BYPASS and IDENTITY: a copy of ``lines``.  G-Binary and G-Ternary:
+        element ``j``'s 32-bit output lane at bits ``[32j, 32j + 32)`` (COUNT
+        ``c'`` unsigned, MARGIN ``a'`` and SIGN ``sgn(a')`` two's complement).
+    """
+    lines = _check_lines(lines)
+    check_count_config(operand, total, mode, fmt, gate_kind, period, keep, threshold, layout)
+    n_lines, lanes = lines.shape[0], _count_lanes(lines.shape[1] * 8)
+    kept = None
+    if mode == Mode.GTERNARY and gate_kind == GateKind.PATTERN:
+        kept = _pattern_kept(gate_mask, phase, period, keep, n_lines, lanes)
+    elif gate_mask is not None:
+        _check_mask(gate_mask, n_lines, lanes)
+    if mode in (Mode.BYPASS, Mode.IDENTITY):
+        return lines.copy()
+    out = np.empty((n_lines, lanes), dtype="<i4")
+    for start in range(0, n_lines, _CHUNK_LINES):
+        sl = slice(start, start + _CHUNK_LINES)
+        matrix = _count_matrix(lines[sl], operand, layout)
+        c = functools.reduce(np.add, matrix.transpose(1, 0, 2), np.zeros(matrix.shape[::2], np.int16))
+        out[sl] = _count_outputs(c, total, mode, fmt, gate_kind, threshold,
+                                 None if kept is None else _chunk_mask(kept, sl))
+    return out.view(np.uint8).reshape(lines.shape)
+
+
+def decode_counts(lines, fmt, n=None):
+    """Decode 32-bit output lanes into one ``int32`` value per element
+    (COUNT unsigned, MARGIN and SIGN signed); ``n`` elements, or all lanes."""
+    lines = _check_lines(lines)
+    if fmt not in tuple(Format):
+        raise ValueError(f"format must be one of {[int(f) for f in Format]}, not {fmt!r}")
+    flat = np.ascontiguousarray(lines).view("<i4").reshape(-1).astype(np.int32)
+    return flat if n is None else flat[:n]
+
+
+def transform_wide(signs, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN, period=3, keep=2,
+                   threshold=0, phase=0, *, gate_mask=None, line_bits=512):
+    """The contract's G-Binary / G-Ternary formulas over any number of workers,
+    with 32-bit output lanes (contract section 5): what a hierarchy of
+    controllers must return for the same signs.
+
+    Parameters
+    ----------
+    signs : ndarray of bool, shape (n_workers, n)
+        Worker ``k``'s sign of element ``i`` (True = positive).  ``c`` is the
+        number of True in a column, ``a = 2c - n_workers``.
+    mode : Mode
+        GBINARY or GTERNARY (BYPASS and IDENTITY return stored bytes, which a
+        sign matrix does not have).
+    threshold : int
+        ``T`` of the MARGIN gate, 0 .. n_workers.
+    phase, gate_mask
+        As for :func:`transform_counts`: one value (or mask) per line of
+        E_c = line_bits / 32 elements.
+
+    Returns
+    -------
+    ndarray of uint8, shape (ceil(n / E_c), line_bits / 8)
+        Element ``i``'s output lane at bits ``[32i, 32i + 32)`` of the flat
+        buffer; elements past ``n`` in the last line count no positive vote.
+    """
+    signs = np.asarray(signs)
+    if signs.dtype != np.bool_ or signs.ndim != 2 or signs.shape[0] < 1:
+        raise ValueError(f"signs must be a bool array of shape (n_workers >= 1, n), "
+                         f"not {signs.dtype} of shape {signs.shape}")
+    if mode not in (Mode.GBINARY, Mode.GTERNARY):
+        raise ValueError(f"mode must be GBINARY (2) or GTERNARY (3), not {mode!r}")
+    workers, n = signs.shape
+    _check_fields(mode, fmt, gate_kind, period, keep)
+    if not 0 <= threshold <= workers:
+        raise ValueError(f"gate threshold T must be in 0..{workers}, not {threshold!r}")
+    if line_bits not in LINE_BITS_CHOICES:
+        raise ValueError(f"line_bits must be one of {LINE_BITS_CHOICES}, not {line_bits!r}")
+    lanes = _count_lanes(line_bits)
+    n_lines = -(-n // lanes)
+    kept = None
+    if mode == Mode.GTERNARY and gate_kind == GateKind.PATTERN:
+        kept = _pattern_kept(gate_mask, phase, period, keep, n_lines, lanes)
+    counts = np.zeros(n_lines * lanes, dtype=np.int32)
+    counts[:n] = signs.sum(axis=0, dtype=np.int32)
+    out = _count_outputs(counts.reshape(n_lines, lanes), workers, mode, fmt, gate_kind,
+                         threshold, kept)
+    return out.view(np.uint8).reshape(n_lines, line_bits // 8)
 
 
 # -- helpers for simulators that carry lines as Python integers -------------
