@@ -65,10 +65,24 @@ def EventSignature():
     return wiring.Signature({"status_set": Out(4), "error_count": Out(3), "count_inc": Out(5)})
 
 
-def cfg_invalid(cfg, workers):
-    """contract 4.4's rule for a CFG value, as logic (``host.regmap.cfg_check`` in Python)."""
-    return ((cfg.format == 3) | (cfg.period == 0) | (cfg.keep > cfg.period) |
-            (cfg.threshold > workers))
+def cfg_invalid(cfg, workers, features=()):
+    """The rule of contract 4.4 and section 5 for a CFG value, as logic
+    (``host.regmap.cfg_check`` in Python, with the same ``features``).
+
+    Without the ``hierarchy`` feature, layout and operand must be 0 (and so
+    total must be 0): a build never accepts a value it does not implement."""
+    from neuron_fabric.host.facts import Operand
+    from neuron_fabric.host.regmap import count_total_max
+    signs = cfg.operand == Operand.SIGNS
+    bad = ((cfg.format == 3) | (cfg.period == 0) | (cfg.keep > cfg.period) |
+           (cfg.operand == 3) | (signs & ((cfg.total != 0) | (cfg.threshold > workers))))
+    if "hierarchy" not in features:
+        return bad | (cfg.layout != 0) | (cfg.operand != 0)
+    too_many = Const(0)
+    for operand in (Operand.COUNTS4, Operand.COUNTS8):
+        too_many = too_many | ((cfg.operand == operand) &
+                               (cfg.total > count_total_max(operand)))
+    return bad | (~signs & ((cfg.total == 0) | too_many | (cfg.threshold > cfg.total)))
 
 
 class ControlRegisters(wiring.Component):

@@ -13,7 +13,7 @@ __all__ = [
     "LINE_BITS_CHOICES", "WORKERS_CHOICES", "STAGES_RANGE", "REGIONS_RANGE",
     "MAX_OUTSTANDING_RANGE", "DEFAULTS", "FIELD_WIDTHS",
     "Mode", "Format", "GateKind", "Layout", "Operand", "COUNT_LANE_BITS", "count_geometry",
-    "FEATURES", "CORE_FEATURES", "PROFILES", "Profile",
+    "FEATURES", "CORE_FEATURES", "TOP_FEATURES", "PROFILES", "Profile",
     "DatapathParams", "TopParams", "CXL_ADDR_BITS", "ReqOpcode", "RwdOpcode",
     "DRS_MEMDATA", "NDR_CMP", "DATAPATH_MODULE", "TOP_MODULE", "check_choice", "check_range",
 ]
@@ -110,13 +110,18 @@ FEATURES = {
     "gate_margin": "G-Ternary MARGIN gate kind (|a| >= T)",
     "gate_pattern_programmable": "programmable PATTERN gate period P and keep K "
                                  "(the top's mask computation; the core takes any mask)",
+    "hierarchy": "worker-major layout and 4-/8-bit partial-count operands "
+                 "(contract section 5; the top's read path)",
 }
+
+#: Features of the top only (the core's ports and logic do not change).
+TOP_FEATURES = ("gate_pattern_programmable", "hierarchy")
 
 #: The features the datapath core implements.  The core takes the PATTERN
 #: gate as a per-lane mask in every profile (contract section 3 (v2)), so
 #: ``gate_pattern_programmable`` concerns only the top, which computes the
 #: mask.
-CORE_FEATURES = tuple(f for f in FEATURES if f != "gate_pattern_programmable")
+CORE_FEATURES = tuple(f for f in FEATURES if f not in TOP_FEATURES)
 
 
 @dataclass(frozen=True)
@@ -169,8 +174,10 @@ class Profile:
         return Profile(f"{self.name}-no-{feature}", self.features - {feature})
 
 
+#: ``hierarchy`` is in no profile until the top implements it (contract
+#: section 5): every build rejects its CFG values.
 PROFILES = {
-    "full": Profile("full", frozenset(FEATURES)),
+    "full": Profile("full", frozenset(FEATURES) - {"hierarchy"}),
     "paper": Profile("paper", frozenset()),
 }
 

@@ -12,18 +12,19 @@ counters and region registers are arrays, and region registers exist only for
 
 from dataclasses import dataclass, field as dc_field
 
-from .facts import CXL_ADDR_BITS, Format, GateKind, Mode, TopParams, check_range
+from .facts import (CXL_ADDR_BITS, Format, GateKind, Layout, Mode, Operand, TopParams,
+                    check_range, count_geometry)
 
 __all__ = [
     "Field", "Register", "RegisterMap", "CFG_FIELDS", "STATUS_BITS",
     "COUNTERS", "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "CfgError",
-    "cfg_encode", "cfg_decode", "cfg_check", "markdown",
+    "cfg_encode", "cfg_decode", "cfg_check", "count_total_max", "markdown",
 ]
 
 #: Value of the ID register: ASCII "NFAB".
 ID_VALUE = 0x4E464142
 VERSION_MAJOR = 2
-VERSION_MINOR = 0
+VERSION_MINOR = 1
 
 DATA_BITS = 32
 ADDR_BITS = 12
@@ -48,14 +49,21 @@ class Field:
         return (value & ~self.mask) | ((field_value << self.lsb) & self.mask)
 
 
-#: CFG layout (contract 4.4).  ``enable`` exists in region CFG registers only.
+#: CFG layout (contract 4.4; ``layout``, ``operand`` and ``total``: contract
+#: section 5).  ``enable`` exists in region CFG registers only.
 CFG_FIELDS = (
     Field("mode", 0, 2, "0 BYPASS, 1 IDENTITY, 2 G-Binary, 3 G-Ternary", Mode.BYPASS),
     Field("format", 2, 2, "0 COUNT, 1 MARGIN, 2 SIGN (3 is rejected)", Format.COUNT),
     Field("gate_kind", 4, 1, "G-Ternary gate: 0 PATTERN, 1 MARGIN", GateKind.PATTERN),
+    Field("layout", 5, 1, "0 element-major, 1 worker-major (hierarchy builds only)",
+          Layout.ELEMENT_MAJOR),
+    Field("operand", 6, 2, "0 SIGNS, 1 COUNTS4, 2 COUNTS8 (hierarchy builds only; "
+          "3 is rejected)", Operand.SIGNS),
     Field("period", 8, 4, "PATTERN gate period P, 1..15", 3),
     Field("keep", 12, 4, "PATTERN gate keep K, 0..P", 2),
-    Field("threshold", 16, 5, "MARGIN gate threshold T, 0..W", 0),
+    Field("threshold", 16, 5, "MARGIN gate threshold T, 0..W (SIGNS) or 0..total (counts)", 0),
+    Field("total", 21, 10, "contributions the partial counts sum over: 0 with SIGNS, "
+          "1..N*(2^b-1) with a count operand", 0),
 )
 CFG_ENABLE = Field("enable", 31, 1, "1 = region enabled")
 
@@ -187,11 +195,18 @@ class CfgError(ValueError):
 
 
 def cfg_encode(mode=Mode.BYPASS, format=Format.COUNT, gate_kind=GateKind.PATTERN,
-               period=3, keep=2, threshold=0, enable=0):
-    """The CFG word for the given fields (no range checks; see :func:`cfg_check`)."""
+               period=3, keep=2, threshold=0, enable=0, *, layout=Layout.ELEMENT_MAJOR,
+               operand=Operand.SIGNS, total=0):
+    """The CFG word for the given fields (no range checks; see :func:`cfg_check`).
+
+    The fields of contract section 5 (``layout``, ``operand``, ``total``) are
+    keyword-only, so the positional order of the others stays as it was."""
+    given = dict(mode=mode, format=format, gate_kind=gate_kind, period=period, keep=keep,
+                 threshold=threshold, enable=enable, layout=layout, operand=operand,
+                 total=total)
     value = 0
-    for f, v in zip(CFG_FIELDS + (CFG_ENABLE,),
-                    (mode, format, gate_kind, period, keep, threshold, enable)):
+    for f in CFG_FIELDS + (CFG_ENABLE,):
+        v = given[f.name]
         if not 0 <= int(v) < (1 << f.width):
             raise CfgError(f"CFG field {f.name} must fit in {f.width} bits, not {v!r}")
         value = f.put(value, int(v))
@@ -203,9 +218,22 @@ def cfg_decode(value):
     return {f.name: f.get(value) for f in CFG_FIELDS + (CFG_ENABLE,)}
 
 
-def cfg_check(value, workers):
-    """Return None if the control port accepts CFG ``value``, else the reason
-    (contract 4.4: format 3, P = 0, K > P or T > W are rejected)."""
+def count_total_max(operand):
+    """The largest ``total`` a count operand allows: N * (2^b - 1) (contract
+    section 5; 120 for COUNTS4, 1020 for COUNTS8)."""
+    bits, contributors = count_geometry(operand)
+    return contributors * ((1 << bits) - 1)
+
+
+def cfg_check(value, workers, features=()):
+    """Return None if the control port accepts CFG ``value``, else the reason.
+
+    Contract 4.4: format 3, P = 0 and K > P are rejected.  Contract section 5:
+    operand 3 is rejected; the SIGNS operand requires total = 0 and T <= W;
+    a count operand requires 1 <= total <= N * (2^b - 1) and T <= total.
+    ``features`` are the build's (a :class:`~.facts.Profile`'s ``features``):
+    without ``"hierarchy"``, layout != 0 and operand != 0 are rejected.
+    """
     f = cfg_decode(value)
     if f["format"] == 3:
         return "format 3 is invalid"
@@ -213,8 +241,21 @@ def cfg_check(value, workers):
         return "period P must not be 0"
     if f["keep"] > f["period"]:
         return f"keep K = {f['keep']} exceeds period P = {f['period']}"
-    if f["threshold"] > workers:
-        return f"threshold T = {f['threshold']} exceeds W = {workers}"
+    if f["operand"] == 3:
+        return "operand 3 is invalid"
+    if "hierarchy" not in features and (f["layout"] or f["operand"]):
+        return "layout and operand other than 0 need a build with the hierarchy feature"
+    if f["operand"] == Operand.SIGNS:
+        if f["total"]:
+            return f"total = {f['total']} must be 0 with the SIGNS operand"
+        if f["threshold"] > workers:
+            return f"threshold T = {f['threshold']} exceeds W = {workers}"
+        return None
+    top = count_total_max(f["operand"])
+    if not 1 <= f["total"] <= top:
+        return f"total = {f['total']} must be in 1..{top} with operand {f['operand']}"
+    if f["threshold"] > f["total"]:
+        return f"threshold T = {f['threshold']} exceeds total = {f['total']}"
     return None
 
 
@@ -264,10 +305,15 @@ def markdown(params=None):
         "## Write rules",
         "",
         "- WSTRB is honoured per byte; a CFG write is checked on the value it would produce.",
-        "- A CFG write with format 3, P = 0, K > P or T > W is rejected whole: SLVERR,",
-        "  the register keeps its old value, STATUS.BAD_CSR is set.",
+        "- A CFG write is rejected whole (SLVERR, the register keeps its old value,",
+        "  STATUS.BAD_CSR is set) when it has format 3, P = 0, K > P or operand 3; with",
+        "  operand SIGNS, total != 0 or T > W; with a count operand (COUNTS4, COUNTS8: b = 4, 8",
+        "  bits, N = 32 / b contributors), total outside 1..N*(2^b-1) (120, 1020) or",
+        "  T > total; and, in a build without the hierarchy feature (contract section 5),",
+        "  layout != 0 or operand != 0.",
         "- Writes to read-only or unmapped offsets: SLVERR, nothing changes, STATUS.BAD_CSR set.",
-        "- Reserved bits, BASE_HI/LIMIT_HI bits [31:20] and the enable bit of DEFAULT_CFG read as 0.",
+        "- Reserved bits, BASE_HI/LIMIT_HI bits [31:20] and the enable bit of DEFAULT_CFG read as 0;",
+        "  every CFG bit but DEFAULT_CFG's bit 31 is a field.",
         "- Counter 5 (errors) counts every event that sets a STATUS bit.",
         "- A write applies to requests accepted after its BVALID.",
         "",

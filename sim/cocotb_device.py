@@ -239,12 +239,16 @@ class Stream:
                       keep=rng.randrange(period + 1), threshold=rng.randrange(self.p.workers + 1),
                       enable=int(rng.random() < 0.85))
         if not valid:
-            bad = rng.choice(["format", "period", "keep", "threshold"])
+            # operand 3 and a SIGNS total != 0: contract section 5 (v2.1)
+            bad = rng.choice(["format", "period", "keep", "threshold", "operand", "total"])
             fields[bad] = {"format": 3, "period": 0, "keep": min(15, period + 1),
-                           "threshold": rng.randrange(self.p.workers + 1, 32)}[bad]
+                           "threshold": rng.randrange(self.p.workers + 1, 32),
+                           "operand": 3, "total": rng.randrange(1, 1024)}[bad]
             if bad == "keep" and period == 15:
                 fields["period"], fields["keep"] = 14, 15
-        return cfg_encode(**fields) | (rng.getrandbits(32) & 0x7FE0_00E0)
+        # Contract v2.1 gave the formerly reserved bits [7:5] and [30:21] to
+        # layout, operand and total (section 5): no random bits there any more.
+        return cfg_encode(**fields)
 
     def window_word(self, name):
         """A BASE/LIMIT word: mostly inside the pools, sometimes anything."""

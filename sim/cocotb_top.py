@@ -81,9 +81,11 @@ async def test_register_read_write(dut):
     tb = await _start(dut)
     p = tb.params
     cfg = cfg_encode(Mode.GTERNARY, Format.MARGIN, GateKind.MARGIN, 7, 5, p.workers // 2)
-    assert await _axil_write(tb, 0x010, cfg | (1 << 31) | 0x7FE0_00E0) == OKAY
+    # (contract v2.1: bits [7:5] and [30:21] are fields now, section 5; only
+    # DEFAULT_CFG's enable bit is left to read 0)
+    assert await _axil_write(tb, 0x010, cfg | (1 << 31)) == OKAY
     value, _ = await _axil_read(tb, 0x010)
-    assert value == cfg, f"DEFAULT_CFG reads {value:#x}, expected {cfg:#x} (reserved and enable read 0)"
+    assert value == cfg, f"DEFAULT_CFG reads {value:#x}, expected {cfg:#x} (enable reads 0)"
     for r in range(p.regions):
         base = 0x100 + 0x20 * r
         words = [cfg | (1 << 31), 0x1234_5678 + r, 0xFFFF_FFFF, 0x9ABC_DEF0, 0x0F0F_0F0F]
@@ -118,6 +120,8 @@ async def test_register_bad_inputs(dut):
         cfg_encode(Mode.GBINARY, Format.COUNT, GateKind.PATTERN, 0, 0, 0),  # P = 0
         cfg_encode(Mode.GBINARY, Format.COUNT, GateKind.PATTERN, 4, 5, 0),  # K > P
         cfg_encode(Mode.GBINARY, Format.COUNT, GateKind.PATTERN, 4, 4, p.workers + 1),  # T > W
+        cfg_encode(Mode.GBINARY, operand=3, total=8),             # operand 3 (section 5)
+        cfg_encode(Mode.GBINARY, total=1),                        # SIGNS, total != 0
     ]
     for offset in cfg_offsets:
         assert await _axil_write(tb, offset, good) == OKAY

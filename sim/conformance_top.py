@@ -28,16 +28,20 @@ from .conformance_common import line_ref, port_mismatches, spec_test
 
 AMASK = (1 << 52) - 1
 # The run's parameters and what follows from them: set by _configure.
-LINE_BITS = W = STAGES = REGIONS = MAX_OUT = SEED = RANDOM_REQUESTS = None
+LINE_BITS = W = STAGES = REGIONS = MAX_OUT = SEED = RANDOM_REQUESTS = HIERARCHY = None
 LB = E = LMASK = ALIGN = None
 
 
 def _configure(params):
     global LINE_BITS, W, STAGES, REGIONS, MAX_OUT, SEED, RANDOM_REQUESTS, LB, E, LMASK, ALIGN
+    global HIERARCHY
     LINE_BITS, W = params.get("line_bits", 64), params.get("workers", 4)
     STAGES, REGIONS = params.get("stages", 2), params.get("regions", 3)
     MAX_OUT, SEED = params.get("max_outstanding", 8), params.get("seed", 1)
     RANDOM_REQUESTS = params.get("random_requests", 400)
+    # contract section 5: whether the build implements the hierarchy
+    # extension (no build does yet, so its CFG values are rejected)
+    HIERARCHY = params.get("hierarchy", False)
     LB = LINE_BITS // 8
     E = LINE_BITS // W
     LMASK = (1 << LINE_BITS) - 1
@@ -70,22 +74,33 @@ DRS_MEMDATA, NDR_CMP = 0b000, 0b000
 CFG_DEFAULT_RESET = (3 << 8) | (2 << 12)  # BYPASS, COUNT, PATTERN, P=3, K=2, T=0
 
 
-def cfg(mode=0, fmt=0, kind=0, period=3, keep=2, thresh=0, enable=0):
-    return (mode | fmt << 2 | kind << 4 | period << 8 | keep << 12 | thresh << 16
-            | enable << 31)
+def cfg(mode=0, fmt=0, kind=0, period=3, keep=2, thresh=0, enable=0, layout=0, operand=0,
+        total=0):
+    return (mode | fmt << 2 | kind << 4 | layout << 5 | operand << 6 | period << 8
+            | keep << 12 | thresh << 16 | total << 21 | enable << 31)
 
 
 def cfg_fields(v):
-    return dict(mode=v & 3, fmt=(v >> 2) & 3, kind=(v >> 4) & 1, period=(v >> 8) & 15,
-                keep=(v >> 12) & 15, thresh=(v >> 16) & 31)
+    return dict(mode=v & 3, fmt=(v >> 2) & 3, kind=(v >> 4) & 1, layout=(v >> 5) & 1,
+                operand=(v >> 6) & 3, period=(v >> 8) & 15, keep=(v >> 12) & 15,
+                thresh=(v >> 16) & 31, total=(v >> 21) & 1023)
 
 
 def cfg_valid(v):
     f = cfg_fields(v)
-    return f["fmt"] != 3 and f["period"] != 0 and f["keep"] <= f["period"] and f["thresh"] <= W
+    if f["fmt"] == 3 or f["period"] == 0 or f["keep"] > f["period"] or f["operand"] == 3:
+        return False
+    if not HIERARCHY and (f["layout"] or f["operand"]):
+        return False
+    if f["operand"] == 0:                   # SIGNS
+        return f["total"] == 0 and f["thresh"] <= W
+    limit = {1: 8 * 15, 2: 4 * 255}[f["operand"]]   # N * (2^b - 1)
+    return 1 <= f["total"] <= limit and f["thresh"] <= f["total"]
 
 
-CFG_RW_MASK = 0x001FFF1F  # mode, format, kind, P, K, T
+# mode, format, kind, layout, operand, P, K, T, total (contract v2.1: every
+# CFG bit but 31 is a field)
+CFG_RW_MASK = 0x7FFFFFFF
 
 
 class ConfRam(Memory):
@@ -460,7 +475,9 @@ async def csr_rw_wstrb_reserved(dut):
     errs = []
     # full-word writes, reserved bits and the DEFAULT_CFG enable bit read 0
     v = cfg(mode=3, fmt=1, kind=1, period=9, keep=4, thresh=W)
-    junk = 0x7FE000E0  # reserved bits [7:5], [30:21]
+    # contract v2.1: bits [7:5] and [30:21] became fields (section 5); no
+    # CFG bit below the enable bit is reserved any more
+    junk = 0
     for addr, val, exp in ((DEFAULT_CFG, v | junk | 1 << 31, v),
                            (DEFAULT_CFG, cfg(period=1, keep=1), cfg(period=1, keep=1)),
                            (R_CFG(0), v | junk | 1 << 31, v | 1 << 31),
@@ -534,7 +551,14 @@ async def csr_bad_cfg_writes(dut):
         "T>W": cfg(mode=3, fmt=0, kind=1, period=6, keep=4, thresh=W + 1),
         "T=31": cfg(mode=2, fmt=0, kind=1, period=6, keep=4, thresh=31),
         "K=15>P=14": cfg(mode=1, period=14, keep=15),
+        # contract section 5 (v2.1)
+        "operand 3": cfg(mode=2, operand=3, total=8),
+        "SIGNS with total 1": cfg(mode=2, total=1),
     }
+    if not HIERARCHY:
+        bad_values["layout 1 without hierarchy"] = cfg(mode=2, layout=1)
+        bad_values["COUNTS4 without hierarchy"] = cfg(mode=2, operand=1, total=8)
+    assert not any(cfg_valid(v) for v in bad_values.values())
     n_bad = 0
     for reg, en in ((DEFAULT_CFG, 0), (R_CFG(0), 1 << 31), (R_CFG(REGIONS - 1), 0)):
         await top.wr_ok(reg, good | en)

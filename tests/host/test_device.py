@@ -116,10 +116,11 @@ def test_unmapped_offsets_and_read_only_registers():
 def test_reserved_bits_read_as_zero():
     dev = Device(DEFAULT)
     cfg = cfg_encode(Mode.GTERNARY, Format.MARGIN, GateKind.MARGIN, 7, 5, 4)
-    assert write(dev, 0x010, cfg | 1 << 31 | 0x7FE0_00E0)
-    assert read(dev, 0x010) == (cfg, True)                 # enable and reserved read 0
+    # contract v2.1: CFG bits [7:5] and [30:21] are fields (section 5), not reserved
+    assert write(dev, 0x010, cfg | 1 << 31)
+    assert read(dev, 0x010) == (cfg, True)                 # enable reads 0
     words = region_words(3)
-    assert write(dev, words["CFG"], cfg | 1 << 31 | 0x7FE0_00E0)
+    assert write(dev, words["CFG"], cfg | 1 << 31)
     assert read(dev, words["CFG"]) == (cfg | 1 << 31, True)
     assert write(dev, words["BASE_HI"], 0xFFFF_FFFF)
     assert read(dev, words["BASE_HI"]) == (0x000F_FFFF, True)
