@@ -435,10 +435,47 @@ def _transpose_bits(lines, rows, cols):
         sl = slice(start, start + _CHUNK_LINES)
         if rows % 8 == 0 and cols % 8 == 0:
             out[sl] = _transpose_tiles(lines[sl], rows, cols)
+        elif cols == 4 and rows % 16 == 0:
+            out[sl] = _transpose_to_quads(lines[sl], rows)
+        elif rows == 4 and cols % 16 == 0:
+            out[sl] = _transpose_from_quads(lines[sl], cols)
         else:
             bits = np.unpackbits(lines[sl], axis=1, bitorder="little")
             out[sl] = _pack_rows(bits.reshape(-1, rows, cols).transpose(0, 2, 1))
     return out
+
+
+@functools.cache
+def _interleave_tables():
+    """``spread[x]``: byte ``x``'s bit i at bit 2i of a uint16; ``gather[v]``:
+    the even bits of uint16 ``v`` as a byte (its inverse)."""
+    spread = np.zeros(256, dtype=np.uint16)
+    for i in range(8):
+        spread |= ((np.arange(256, dtype=np.uint16) >> i) & 1) << (2 * i)
+    gather = np.zeros(1 << 16, dtype=np.uint8)
+    gather[spread] = np.arange(256, dtype=np.uint8)
+    gather = gather[np.arange(1 << 16) & int(spread[255])]
+    return spread, gather
+
+
+def _transpose_to_quads(lines, rows):
+    """:func:`_transpose_bits` of a (rows, 4) matrix: as a (rows / 2, 8)
+    matrix (two rows a row) its transpose holds the even rows' column ``q``
+    in row ``q`` and the odd rows' in row ``4 + q``; interleaving the two
+    gives column ``q`` of the (rows, 4) matrix."""
+    spread, _ = _interleave_tables()
+    half = _transpose_tiles(lines, rows // 2, 8).reshape(lines.shape[0], 8, -1)
+    quads = spread[half[:, :4]] | (spread[half[:, 4:]] << np.uint16(1))
+    return quads.view(np.uint8).reshape(lines.shape)
+
+
+def _transpose_from_quads(lines, cols):
+    """:func:`_transpose_bits` of a (4, cols) matrix: the inverse of
+    :func:`_transpose_to_quads`."""
+    _, gather = _interleave_tables()
+    quads = np.ascontiguousarray(lines).view("<u2").reshape(lines.shape[0], 4, -1)
+    half = np.concatenate([gather[quads], gather[quads >> np.uint16(1)]], axis=1)
+    return _transpose_tiles(half.reshape(lines.shape), 8, cols // 2)
 
 
 #: Steps of the 8 x 8 bit-matrix transpose in a uint64 (byte i = row i):
