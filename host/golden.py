@@ -48,11 +48,12 @@ import numpy as np
 
 from .facts import (COUNT_LANE_BITS, FIELD_WIDTHS, Format, GateKind, Layout, Mode, Operand,
                     LINE_BITS_CHOICES, WORKERS_CHOICES, count_geometry)
+from .regmap import count_total_max
 
 __all__ = [
     "check_config", "check_count_config", "transform_lane", "transform", "gate_pattern",
     "encode_signs", "decode", "line_phase", "lines_from_ints", "lines_to_ints",
-    "to_element_major", "to_worker_major", "count_total_limit", "encode_counts",
+    "to_element_major", "to_worker_major", "encode_counts",
     "transform_count_lane", "transform_counts", "decode_counts", "transform_wide",
 ]
 
@@ -72,19 +73,12 @@ def check_config(workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
         raise ValueError(f"gate threshold T must be in 0..W={workers}, not {threshold!r}")
 
 
-def count_total_limit(operand):
-    """The largest ``total`` of a count operand: ``N * (2**b - 1)`` (120 for
-    COUNTS4, 1020 for COUNTS8; contract section 5)."""
-    bits, contributors = count_geometry(operand)
-    return contributors * ((1 << bits) - 1)
-
-
 def check_count_config(operand, total, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
                        period=3, keep=2, threshold=0, layout=Layout.ELEMENT_MAJOR):
     """Raise ``ValueError`` naming the first field outside contract section 5
     for a count operand: ``1 <= total <= N * (2**b - 1)``, ``T <= total``
     (and T fits its 5-bit CFG field), the section 2 fields as for signs."""
-    most = count_total_limit(operand)
+    most = count_total_max(operand)
     if isinstance(total, bool) or not isinstance(total, (int, np.integer)) \
             or not 1 <= total <= most:
         raise ValueError(f"total must be an integer in 1..{most} for "
