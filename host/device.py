@@ -8,15 +8,16 @@ transaction at a time, in acceptance order:
   False where the RTL answers SLVERR), so ``Driver(Device(), params)`` works;
 * CXL.mem: :meth:`Device.m2s_req` and :meth:`Device.m2s_rwd` take one M2S
   request and return its S2M :class:`Response` (or None for MemSpecRd);
-  :meth:`Device.write_lines` / :meth:`Device.read_lines` are the bulk form
-  (one MemWr / MemRd per line, counted as such), vectorised for the
-  gradient runtime.
+  :meth:`Device.write_lines`, :meth:`Device.write_lines_partial` and
+  :meth:`Device.read_lines` are the bulk form (one MemWr, MemWrPtl or MemRd
+  per line, counted as such), vectorised for the gradient runtime.
 
 Every rule comes from the host modules: register offsets, kinds, reset
 values and writable masks from :mod:`.regmap`, the CFG check from
 :func:`.regmap.cfg_check`, STATUS bits and counters from
 :data:`.regmap.STATUS_BITS` / :data:`.regmap.COUNTERS`, opcodes and the
-profile's hard-wired features from :mod:`.facts`, the read transform and the
+profile's hard-wired features from :mod:`.facts`, the read transform (sign
+lines of either layout, count operands: contract sections 2 and 5) and the
 gate phase from :mod:`.golden`.  What is written here is only what contract 4
 states and no host module holds: the write merge under WSTRB, the region
 match, which events set which STATUS bit and the memory.
@@ -48,9 +49,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .facts import (CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFILES, Mode, ReqOpcode, RwdOpcode,
-                    TopParams)
-from .golden import line_phase, transform
+from .facts import (COUNT_LANE_BITS, CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFILES, Mode,
+                    Operand, Profile, ReqOpcode, RwdOpcode, TopParams)
+from .golden import line_phase, transform, transform_counts
 from .regmap import ADDR_BITS, COUNTERS, DATA_BITS, STATUS_BITS, RegisterMap, cfg_check, cfg_decode
 
 __all__ = ["Device", "Response", "Faults", "PoisonError"]
@@ -149,6 +150,12 @@ class Device:
     params : TopParams
         The build being modelled; the profile's hard-wired features apply to
         low-bit reads as in the RTL.
+    profile : Profile, optional
+        The build's features, when they are not those of
+        ``PROFILES[params.profile]``: a build with a feature no profile has
+        yet (``hierarchy``, contract section 5), or a feature-cost variant.
+        Whether the control port accepts the hierarchy fields follows
+        ``profile.has("hierarchy")``, as :func:`.regmap.cfg_check` says.
 
     Members
     -------
@@ -158,15 +165,17 @@ class Device:
     Raises
     ------
     TypeError
-        If ``params`` is not a :class:`TopParams`.
+        If ``params`` is not a :class:`TopParams` or ``profile`` not a :class:`Profile`.
     """
 
-    def __init__(self, params=TopParams()):
+    def __init__(self, params=TopParams(), *, profile=None):
         if not isinstance(params, TopParams):
             raise TypeError(f"params must be a TopParams, not {params!r}")
+        if profile is not None and not isinstance(profile, Profile):
+            raise TypeError(f"profile must be a Profile, not {profile!r}")
         self._params = params
         self._map = RegisterMap(params)
-        self._profile = PROFILES[params.profile]
+        self._profile = PROFILES[params.profile] if profile is None else profile
         self._chunks = {}
         self.faults = Faults()
         self.reset()
@@ -174,6 +183,11 @@ class Device:
     @property
     def params(self):
         return self._params
+
+    @property
+    def profile(self):
+        """The :class:`Profile` whose features the model implements."""
+        return self._profile
 
     @property
     def register_map(self):
@@ -227,7 +241,8 @@ class Device:
             return True
         # A CFG write is checked on the value it would produce (contract 4.4).
         new = ((self._words[offset] & ~mask) | (value & mask)) & reg.writable_mask
-        if reg.kind == "cfg" and cfg_check(new, self._params.workers) is not None:
+        if reg.kind == "cfg" and cfg_check(new, self._params.workers,
+                                           self._profile.features) is not None:
             return self._bad_csr()
         self._words[offset] = new
         self._table = None
@@ -296,11 +311,17 @@ class Device:
         p = self._params
         fmt, kind, period, keep = self._profile.effective(cfg["format"], cfg["gate_kind"],
                                                           cfg["period"], cfg["keep"])
+        counts = cfg["operand"] != Operand.SIGNS
+        lanes = p.line_bits // COUNT_LANE_BITS if counts else p.lanes
         # The top computes the phase with the register's P; a build whose
         # pattern is hard-wired then applies it modulo its own period.
-        phase = line_phase(np.arange(index, index + len(raw)), p.lanes, cfg["period"]) % period
-        return transform(raw, p.workers, Mode(cfg["mode"]), fmt, kind, period=period,
-                         keep=keep, threshold=cfg["threshold"], phase=phase)
+        phase = line_phase(np.arange(index, index + len(raw)), lanes, cfg["period"]) % period
+        gate = dict(period=period, keep=keep, threshold=cfg["threshold"], phase=phase,
+                    layout=cfg["layout"])
+        if counts:
+            return transform_counts(raw, cfg["operand"], cfg["total"], Mode(cfg["mode"]), fmt,
+                                    kind, **gate)
+        return transform(raw, p.workers, Mode(cfg["mode"]), fmt, kind, **gate)
 
     # -- memory -------------------------------------------------------------------------
 
@@ -454,6 +475,18 @@ class Device:
         """MemWr of each line of ``lines`` (uint8, ``(L, LINE_BYTES)``) from ``addr`` on."""
         lines = self._check_lines(lines)
         self._write_run(self._run(addr, len(lines)), lines)
+
+    async def write_lines_partial(self, addr, lines, enables):
+        """MemWrPtl of each line of ``lines`` from ``addr`` on, writing the bytes
+        whose enable is True: ``enables`` is bool, ``(LINE_BYTES,)`` for every
+        line or ``(L, LINE_BYTES)`` one row per line."""
+        lines = self._check_lines(lines)
+        enables = np.asarray(enables)
+        if enables.dtype != np.bool_ or enables.shape not in (lines.shape[1:], lines.shape):
+            raise ValueError(f"enables must be bool of shape {lines.shape[1:]} or "
+                             f"{lines.shape}, not {enables.dtype} of shape {enables.shape}")
+        self._write_run(self._run(addr, len(lines)), lines,
+                        np.broadcast_to(enables, lines.shape))
 
     async def read_lines(self, addr, count):
         """MemRd of ``count`` lines from ``addr`` on: uint8 ``(count, LINE_BYTES)``.

@@ -33,7 +33,7 @@ import mmap
 import os
 import struct
 
-from .facts import CXL_ADDR_BITS, Format, GateKind, Mode, TopParams
+from .facts import CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode, Operand, TopParams
 from .regmap import (COUNTERS, ID_VALUE, STATUS_BITS, CfgError, RegisterMap, cfg_check,
                      cfg_decode, cfg_encode)
 
@@ -93,11 +93,16 @@ class Driver:
         See the module docstring.
     params : TopParams
         The instance's parameters (:meth:`probe` reads them from CAPS0/CAPS1).
+    profile : Profile, optional
+        The build's features when they are not ``PROFILES[params.profile]``'s
+        (as for :class:`~neuron_fabric.host.device.Device`); they decide
+        which CFG values :meth:`cfg_value` accepts.
     """
 
-    def __init__(self, bus, params=None):
+    def __init__(self, bus, params=None, *, profile=None):
         self.bus = bus
         self.params = params or TopParams()
+        self.profile = PROFILES[self.params.profile] if profile is None else profile
         self.map = RegisterMap(self.params)
 
     @classmethod
@@ -133,14 +138,18 @@ class Driver:
     # -- configuration -----------------------------------------------------------
 
     def cfg_value(self, mode, format=Format.COUNT, gate_kind=GateKind.PATTERN, period=3,
-                  keep=2, threshold=0, enable=0):
-        """Checked CFG word; raises :class:`CfgError` for what the port would reject."""
+                  keep=2, threshold=0, enable=0, *, layout=Layout.ELEMENT_MAJOR,
+                  operand=Operand.SIGNS, total=0):
+        """Checked CFG word; raises :class:`CfgError` for what the port would reject
+        (``layout``, ``operand`` and ``total``: contract section 5)."""
         for name, value, enum in (("mode", mode, Mode), ("format", format, Format),
-                                  ("gate_kind", gate_kind, GateKind)):
+                                  ("gate_kind", gate_kind, GateKind), ("layout", layout, Layout),
+                                  ("operand", operand, Operand)):
             if value not in tuple(enum):
                 raise CfgError(f"{name} must be one of {[int(v) for v in enum]}, not {value!r}")
-        value = cfg_encode(mode, format, gate_kind, period, keep, threshold, enable)
-        reason = cfg_check(value, self.params.workers)
+        value = cfg_encode(mode, format, gate_kind, period, keep, threshold, enable,
+                           layout=layout, operand=operand, total=total)
+        reason = cfg_check(value, self.params.workers, self.profile.features)
         if reason:
             raise CfgError(f"invalid configuration: {reason}")
         return value
