@@ -131,16 +131,18 @@ class GroupPolicy:
         """True when the group goes through the device."""
         return self.mode != Mode.BYPASS
 
-    def check(self, workers, line_bits):
+    def check(self, workers, line_bits=None):
         """Raise ``ValueError`` if the device would reject this configuration,
-        or a worker's segment of a worker-major line is not whole bytes."""
+        or (when ``line_bits`` is given) a worker's segment of a worker-major
+        line is not whole bytes."""
         if self.layout not in tuple(Layout):
             raise ValueError(f"layout must be one of {[int(x) for x in Layout]}, "
                              f"not {self.layout!r}")
         if self.low_bit:
             golden.check_config(workers, self.mode, self.format, self.gate_kind,
                                 self.period, self.keep, self.threshold)
-        if self.low_bit and self.layout == Layout.WORKER_MAJOR and line_bits // workers < 8:
+        if self.low_bit and self.layout == Layout.WORKER_MAJOR and line_bits is not None \
+                and line_bits // workers < 8:
             raise ValueError(f"worker-major writes need E = LINE_BITS / W >= 8 (whole-byte "
                              f"segments), not {line_bits}/{workers} = {line_bits // workers}")
 
