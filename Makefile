@@ -19,7 +19,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench train train-quick envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
+.PHONY: all help venv verilog lint test test-quick bench train train-quick hierarchy envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
 
 all: verilog lint functional summary
 
@@ -34,6 +34,8 @@ help:
 	@echo "make bench        golden-model throughput on a 64 MiB buffer; gradient runtime through the device model"
 	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
 	@echo "make train-quick  seconds-long smoke run of the training experiments -> build/reports/quick/"
+	@echo "make hierarchy    multi-hop study (exact counts vs re-quantizing per hop), 64-worker training,"
+	@echo "                  multi-hop timing -> build/reports/hierarchy.*"
 	@echo "make envelope     timing envelope: Table 4, Fig. 2/3/7 -> build/reports/envelope.*"
 	@echo "make envelope-rtl exported top vs the envelope model, Verilator -> build/reports/envelope_rtl.*"
 	@echo "make synth        Yosys generic-cell synthesis of the datapath, both profiles -> build/reports/synth.*"
@@ -80,6 +82,9 @@ train: $(STAMP)
 
 train-quick: $(STAMP)
 	$(PY) -m neuron_fabric.host.train.experiments --jobs $(JOBS) --quick --out build/reports/quick
+
+hierarchy: $(STAMP)
+	$(PY) -m neuron_fabric.host.train.hierarchy_report --jobs $(JOBS) --out build/reports
 
 envelope: $(STAMP)
 	$(PY) -m neuron_fabric.sim.envelope --out build/reports
