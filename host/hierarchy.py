@@ -61,7 +61,7 @@ import numpy as np
 
 from .facts import COUNT_LANE_BITS, Operand, count_geometry
 
-__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "SIGN_SCHEMES", "Hierarchy",
+__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "Hierarchy",
            "stochastic_quantize", "quantize_variance", "exact_counts", "contract_vote", "aggregate",
            "partial_bits", "hop_bits", "hardware_chain", "compare", "cosine", "disagreement",
            "synthetic_gradients"]
@@ -72,9 +72,8 @@ SUPERGROUP = 256
 #: Scale metadata, bits per coordinate per hop: 8-bit group scale, 16-bit super-group scale.
 META_BITS = 8 / GROUP + 16 / SUPERGROUP
 
+#: The schemes; every one returns a sign (-1/0/+1) except ``dq-grad`` (magnitudes).
 SCHEMES = ("exact", "mom", "mom-ternary", "dq-sign", "dq-grad", "signofmean")
-#: Schemes whose direction is a sign (-1/0/+1); ``dq-grad`` returns magnitudes.
-SIGN_SCHEMES = ("exact", "mom", "mom-ternary", "dq-sign", "signofmean")
 
 
 @dataclass(frozen=True)
