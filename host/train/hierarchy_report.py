@@ -344,19 +344,22 @@ def _plots(out, result):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, source in zip(axes, ("real", "synthetic")):
         rows = [r for r in result["study"][source] if r["workers"] == 8]
-        for key in dict.fromkeys((r["scheme"], r["bits"]) for r in rows):
-            if key[0] == "exact":
-                continue
-            pts = sorted((r["total"], r["fanin"], r["disagreement_decided"]) for r in rows
-                         if (r["scheme"], r["bits"]) == key)
-            ax.plot([p[0] for p in pts], [100 * p[2] for p in pts], "o-", ms=3,
-                    label=_scheme(dict(scheme=key[0], bits=key[1])))
-        ax.set_xscale("log")
-        ax.set_xlabel("workers K (W 8, fan-in 4/8/16, 1-3 hops)")
+        keys = [k for k in dict.fromkeys((r["scheme"], r["bits"]) for r in rows)
+                if k[0] != "exact"]
+        for color, key in enumerate(keys):
+            for fanin, marker in zip(sorted({r["fanin"] for r in rows}), "os^"):
+                pts = sorted((r["total"], 100 * r["disagreement_decided"]) for r in rows
+                             if (r["scheme"], r["bits"]) == key and r["fanin"] == fanin)
+                if pts:
+                    ax.plot(*zip(*pts), marker=marker, ms=4, color=f"C{color}",
+                            label=_scheme(dict(scheme=key[0], bits=key[1]))
+                            if fanin == rows[0]["fanin"] else None)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("workers K (W 8; fan-in 4 o, 8 s, 16 ^; 1-3 hops along a line)")
         ax.set_title(f"{source} gradients")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("sign disagreement with the exact majority,\nnon-tie coordinates (%)")
-    paths.append(_save(plt, fig, axes[1], out / "hierarchy_disagreement.png"))
+    paths.append(_save(plt, fig, axes[0], out / "hierarchy_disagreement.png"))
 
     t = result["timing"]
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
