@@ -1,16 +1,21 @@
 """The steps of every profile but the paper's: built for depth.
 
-For W <= 8 each bit a step computes is a function of at most seven
-register outputs (one LUT4 with the slice's wide-function multiplexers on
-ECP5)::
+For W = 8 each bit a step computes is a function of at most six register
+outputs (most of at most five: one LUT4, or two joined by the slice's
+PFUMX), and no step reads a per-line control through a spread tree's
+register::
 
-    A  population count of each group of four worker bits; per line: the
-       output code (format, or identity), the margin limit
-    B  the sign count c (pairs of 4-bit counts added)
-    C  each output bit before gating, t = raw bit or lane value by format
-       (c, code and the raw bit); the margin drop |c - W/2| < ceil(T/2)
-       (c and the limit); the pattern drop (the lane's mask bit is 0 and
-       the pattern gate applies)
+    A  popcounts of each lane's worker bits in chunks of five and three;
+       per line: the output code (format, or identity), whether the
+       PATTERN and the MARGIN gates apply, the margin limit as a
+       thermometer (limit >= k for k = 1 .. W/2 + 1)
+    B  from the chunk counts of a lane (five bits): its sign count c, c < W/2,
+       and the distance flags |c - W/2| == k for k = 0 .. W/2 - 1
+    C  each output bit before gating, by a table on the code, the raw bit
+       and the fewest count features that decide it; the drop partials:
+       the pattern drop (the lane's mask bit is 0 and the gate applies) or
+       a margin limit above W/2, and |c - W/2| < limit taken two distances
+       at a time
     D  the output bit: t, or the gated value (W/2 in COUNT format, else 0)
 
 A forced value is written as AND/OR logic, not as a multiplexer to a
@@ -18,6 +23,7 @@ constant, so that synthesis does not turn it into a flip-flop reset gated
 by the enable.
 """
 
+import itertools
 from dataclasses import dataclass
 from typing import Optional
 
@@ -28,33 +34,55 @@ from neuron_fabric.host.facts import Format, GateKind, Mode
 from .pipeline import Copies, Groups, StepSet
 from .ports import LineIn, LineOut
 
-__all__ = ["FullSteps", "IDENTITY"]
+__all__ = ["FullSteps", "IDENTITY", "chunk_sizes", "lane_value"]
 
 #: Output code of a line that passes unchanged (codes 0..2 are the formats).
 IDENTITY = 3
+
+
+def chunk_sizes(workers):
+    """Worker bits per step-A popcount of a lane: a split whose counts step B
+    reads in at most five bits for W = 8 (counts 0..5 and 0..3)."""
+    if workers == 8:
+        return (5, 3)
+    return (4,) * (workers // 4)
+
+
+def lane_value(fmt, c, workers):
+    """Output lane (W-bit two's complement) of a kept lane of count ``c`` in
+    format ``fmt`` (contract section 2)."""
+    h = workers // 2
+    if fmt == Format.MARGIN:
+        value = 2 * c - workers
+    elif fmt == Format.SIGN:
+        value = (c > h) - (c < h)
+    else:
+        value = c
+    return value % (1 << workers)
 
 
 @dataclass(frozen=True)
 class AfterA:
     tag: object
     code: Copies                        # the format, or IDENTITY
-    margin_limit: Optional[Copies]      # the MARGIN gate's limit on |c - W/2|
-    gate_margin: Optional[Copies]       # the MARGIN gate applies
     pattern_on: Copies                  # the PATTERN gate applies
+    margin_on: Optional[Copies]         # the MARGIN gate applies
+    limit_at_least: Optional[Copies]    # bit k-1: the margin limit >= k
     data: Groups
     mask: Groups
-    chunk: Groups                       # popcounts of four worker bits
+    chunk: Groups                       # per lane, the popcounts of its chunks
 
 
 @dataclass(frozen=True)
 class AfterB:
     tag: object
     code: Copies
-    margin_limit: Optional[Copies]      # 0 unless the MARGIN gate applies
     pattern_on: Copies
+    margin_on: Optional[Copies]
+    limit_at_least: Optional[Copies]
     data: Groups
     mask: Groups
-    sum: Groups                         # pairs of chunk counts added
+    feature: Groups                     # per lane: c, c < W/2, |c - W/2| == k
 
 
 @dataclass(frozen=True)
@@ -62,8 +90,7 @@ class AfterC:
     tag: object
     gated_half: Copies                  # a gated lane reads W/2 (COUNT format)
     data: Groups                        # output lanes before gating
-    margin_drop: Optional[Groups]       # per lane
-    pattern_drop: Groups                # per lane
+    drop: Groups                        # per lane, the drop partials
 
 
 class FullSteps(StepSet):
@@ -73,22 +100,36 @@ class FullSteps(StepSet):
     def __init__(self, geometry, profile, wire):
         super().__init__(geometry, wire)
         self._profile = profile
+        w = geometry.workers
+        self._chunks = chunk_sizes(w)
+        self._chunk_bits = [n.bit_length() for n in self._chunks]
+        # Distance flags |c - W/2| == k: every k below W/2 for the margin
+        # gate, k = 0 alone (c == W/2, the SIGN format's zero) otherwise.
+        self._distances = w // 2 if profile.has("gate_margin") else 1
+        # Codes a line can carry: the profile's formats and IDENTITY.
+        self._codes = [Format.COUNT] + [
+            f for f, name in ((Format.MARGIN, "format_margin"), (Format.SIGN, "format_sign"))
+            if profile.has(name)]
 
     @property
     def steps(self):
-        return (self.chunk_counts, self.sign_counts, self.format_and_gates, self.output)
+        return (self.chunk_counts, self.features, self.format_and_drops, self.output)
+
+    @property
+    def _feature_bits(self):
+        return self._geo.count_bits + 1 + self._distances
 
     def chunk_counts(self, line: LineIn) -> AfterA:
         has = self._profile.has
         groups = self._geo.groups
         ternary = self._wire(line.mode == Mode.GTERNARY)
-        margin_limit = gate_margin = None
+        margin_on = limit_at_least = None
         if has("gate_margin"):
-            pattern_on = self._wire(ternary & (line.gate_kind == GateKind.PATTERN))
-            # The limit and whether the gate applies travel apart (each a
-            # function of at most five inputs); step B combines the copies.
-            margin_limit = Copies.spread(self._margin_limit(line.threshold), groups)
-            gate_margin = Copies.spread(ternary & (line.gate_kind == GateKind.MARGIN), groups)
+            pattern_on = ternary & (line.gate_kind == GateKind.PATTERN)
+            # Whether the gate applies and the limit travel apart (functions
+            # of three and five inputs); step C combines the copies.
+            margin_on = Copies.spread(ternary & (line.gate_kind == GateKind.MARGIN), groups)
+            limit_at_least = Copies.spread(self._limit_at_least(line.threshold), groups)
         else:
             pattern_on = ternary
         # The output code: the format for a transformed line (the formats the
@@ -101,126 +142,129 @@ class FullSteps(StepSet):
             known = Mux(line.format == Format.SIGN, Format.SIGN, known)
         code = Mux(line.mode[1], known, IDENTITY)
         chunks = Groups(
-            Cat(*(self._wire((x[k] + x[k + 1] + x[k + 2] + x[k + 3])[:3])
+            Cat(*(self._wire(sum(x[k] for k in range(start, start + n))[:bits])
                   for x in self._lanes(data, self._geo.workers)
-                  for k in range(0, self._geo.workers, 4)))
+                  for start, n, bits in zip(itertools.accumulate((0,) + self._chunks),
+                                            self._chunks, self._chunk_bits)))
             for data in line.data)
         return AfterA(tag=line.tag, code=Copies.spread(code, groups),
-                      margin_limit=margin_limit, gate_margin=gate_margin,
-                      pattern_on=Copies.spread(pattern_on, groups),
-                      data=line.data, mask=line.mask, chunk=chunks)
+                      pattern_on=Copies.spread(pattern_on, groups), margin_on=margin_on,
+                      limit_at_least=limit_at_least, data=line.data, mask=line.mask,
+                      chunk=chunks)
 
-    def _margin_limit(self, threshold):
-        """The margin gate keeps a lane iff d = |c - W/2| >= this limit.
+    def _limit_at_least(self, threshold):
+        """Bit k-1: the margin gate's limit on d = |c - W/2| is at least k,
+        for k = 1 .. W/2 + 1; the gate keeps a lane iff d >= the limit.
 
-        |2c - W| >= T  <=>  d >= ceil(T/2).  The limit saturates to all ones
-        (above every d, so nothing is kept) for T > W.  Each bit is a table
-        lookup on T, which maps to one LUT rather than a carry chain.
+        |2c - W| >= T  <=>  d >= ceil(T/2), so the limit is at least k iff
+        T >= 2k - 1; bit W/2 (k = W/2 + 1, T > W) drops every lane.
         """
-        w = self._geo.workers
-        width = (w // 2 + 1).bit_length()
         values = range(1 << len(threshold))
-        limit = [min((t + 1) // 2, (1 << width) - 1) if (t + 1) // 2 <= w // 2
-                 else (1 << width) - 1 for t in values]
-        bits = [Const(sum((limit[t] >> b & 1) << t for t in values), len(values))
-                .bit_select(threshold, 1) for b in range(width)]
-        return Cat(*bits)
+        # Each bit a table lookup on T: one LUT rather than a carry chain.
+        return Cat(*(Const(sum(int(t >= 2 * k - 1) << t for t in values), len(values))
+                     .bit_select(threshold, 1)
+                     for k in range(1, self._geo.workers // 2 + 2)))
 
-    def sign_counts(self, line: AfterA) -> AfterB:
-        chunks = self._geo.workers // 4
-        margin_limit = None
-        if line.margin_limit is not None:
-            margin_limit = Copies(limit & gate.replicate(len(limit))
-                                  for limit, gate in zip(line.margin_limit, line.gate_margin))
-        sums = []
+    def features(self, line: AfterA) -> AfterB:
+        h = self._geo.workers // 2
+        per_lane = sum(self._chunk_bits)
+        feats = []
         for chunk in line.chunk:
-            ss = []
-            for i in range(self._geo.group_lanes):
-                counts = [self._geo.field(chunk, i * chunks + k, 3) for k in range(chunks)]
-                if chunks == 1:
-                    ss.append(counts[0])
-                # Pairs of 3-bit counts (0..4) to 4-bit sums: each sum bit a
-                # function of at most six inputs.  For W = 8 the pair is the
-                # count c; for W = 16 step C adds the two pairs.
-                ss.extend(self._wire(counts[k] + counts[k + 1]) for k in range(0, chunks - 1, 2))
-            sums.append(Cat(*ss))
-        return AfterB(tag=line.tag, code=line.code, margin_limit=margin_limit,
-                      pattern_on=line.pattern_on, data=line.data, mask=line.mask,
-                      sum=Groups(sums))
+            fs = []
+            for counts in self._lanes(chunk, per_lane):
+                parts, pos = [], 0
+                for bits in self._chunk_bits:
+                    parts.append(counts[pos:pos + bits])
+                    pos += bits
+                c = self._wire(sum(parts)[:self._geo.count_bits])
+                fs.append(c)
+                fs.append(c < h)
+                fs.extend((c == h + k) | (c == h - k) for k in range(self._distances))
+            feats.append(Cat(*fs))
+        return AfterB(tag=line.tag, code=line.code, pattern_on=line.pattern_on,
+                      margin_on=line.margin_on, limit_at_least=line.limit_at_least,
+                      data=line.data, mask=line.mask, feature=Groups(feats))
 
-    def format_and_gates(self, line: AfterB) -> AfterC:
+    def format_and_drops(self, line: AfterB) -> AfterC:
         w, cw = self._geo.workers, self._geo.count_bits
-        values, margin_drop = [], []
-        for g, (sums, data) in enumerate(zip(line.sum, line.data)):
-            ts, mz = [], []
-            for i, raw in enumerate(self._lanes(data, w)):
-                if w == 16:
-                    pair = self._geo.field(sums, i, 8)
-                    c = self._wire((pair[:4] + pair[4:])[:cw])
-                else:
-                    c = self._geo.field(sums, i, cw)
-                ts.append(self._output_bits(c, line.code[g], raw))
-                if line.margin_limit is not None:
-                    # The limit is 0 (nothing dropped) unless the margin
-                    # gate applies.  c and the limit: seven inputs for W = 8.
-                    mz.append(self._distance(c) < line.margin_limit[g])
+        values, drops = [], []
+        for g, (feats, data, mask) in enumerate(zip(line.feature, line.data, line.mask)):
+            ts, zs = [], []
+            for i, (raw, f) in enumerate(zip(self._lanes(data, w),
+                                             self._lanes(feats, self._feature_bits))):
+                count_features = [f[b] for b in range(cw + 2)]   # c, c < W/2, c == W/2
+                ts.append(Cat(*(self._output_bit(j, line.code[g], raw[j], count_features)
+                                for j in range(w))))
+                zs.append(Cat(*self._drops(line, g, mask[i], f[cw + 1:])))
             values.append(Cat(*ts))
-            if mz:
-                margin_drop.append(Cat(*mz))
-        # The pattern drop: a lane whose mask bit is 0, when the gate applies.
-        pattern_drop = Groups(on.replicate(len(mask)) & ~mask
-                              for on, mask in zip(line.pattern_on, line.mask))
+            drops.append(Cat(*zs))
         return AfterC(tag=line.tag, gated_half=Copies(code == Format.COUNT for code in line.code),
-                      data=Groups(values), margin_drop=Groups(margin_drop) if margin_drop else None,
-                      pattern_drop=pattern_drop)
+                      data=Groups(values), drop=Groups(drops))
 
-    def _output_bits(self, c, code, raw):
-        """Output lane before gating: the raw lane for IDENTITY, else the
-        lane value by format.  Bit j is a function of c, the code and raw
-        bit j (seven inputs for W = 8)."""
-        w = self._geo.workers
-        h = w // 2
-        has = self._profile.has
-        identity = code == IDENTITY
-        count_ok = code == Format.COUNT
-        margin = self._wire(c * 2 - w)          # sign-extended to W bits below
-        margin = Cat(margin, margin[-1].replicate(max(0, w - len(margin))))[:w]
-        lt = self._wire(c < h)
-        bits = []
-        for j in range(w):
-            value = Const(0)
-            if has("format_margin"):
-                value = value | (margin[j] & (code == Format.MARGIN))
-            if has("format_sign"):
-                sign_j = (c != h) if j == 0 else lt
-                value = value | (sign_j & (code == Format.SIGN))
-            if j < len(c):
-                value = value | (c[j] & count_ok)
-            bits.append(Mux(identity, raw[j], value))
-        return Cat(*bits)
+    @property
+    def _drop_bits(self):
+        return 1 + (self._distances + 1) // 2 if self._profile.has("gate_margin") else 1
 
-    def _distance(self, c):
-        """|c - W/2| for a count c in 0..W."""
-        w = self._geo.workers
-        width = (w // 2).bit_length()
-        neg = self._wire(c < w // 2)
-        below = (w // 2 - c).as_unsigned()[:width]
-        above = (c - w // 2).as_unsigned()[:width]
-        return (below & neg.replicate(width)) | (above & (~neg).replicate(width))
+    def _drops(self, line, g, mask_bit, equal):
+        """The lane's drop partials: the pattern drop or a limit above W/2,
+        then |c - W/2| < limit for two distances each (``equal[k]``:
+        |c - W/2| == k)."""
+        pattern = line.pattern_on[g] & ~mask_bit
+        if line.margin_on is None:
+            return [pattern]
+        on, at_least = line.margin_on[g], line.limit_at_least[g]
+        h = self._geo.workers // 2
+        parts = [pattern | (on & at_least[h])]
+        for k in range(0, h, 2):
+            near = equal[k] & at_least[k]
+            if k + 1 < h:
+                near = near | (equal[k + 1] & at_least[k + 1])
+            parts.append(on & near)
+        return parts
+
+    def _output_bit(self, j, code, raw_bit, features):
+        """Output bit ``j`` before gating: ``raw_bit`` for IDENTITY, else bit
+        ``j`` of the lane value for the format, looked up in a table on the
+        code and the fewest of ``features`` (count bits, c < W/2, c == W/2)
+        that decide it."""
+        w, h = self._geo.workers, self._geo.workers // 2
+        cw = self._geo.count_bits
+
+        def feature(c):
+            return tuple(c >> b & 1 for b in range(cw)) + (int(c < h), int(c == h))
+
+        def bit(fmt, c):
+            return lane_value(fmt, c, w) >> j & 1
+
+        for size in range(len(features) + 1):
+            for chosen in itertools.combinations(range(len(features)), size):
+                table = {}
+                if all(table.setdefault((fmt, tuple(feature(c)[k] for k in chosen)),
+                                        bit(fmt, c)) == bit(fmt, c)
+                       for fmt in self._codes for c in range(w + 1)):
+                    break
+            else:
+                continue
+            break
+        index = [features[k] for k in chosen] + [raw_bit, code]
+        entries = 0
+        for key in range(1 << (len(chosen) + 1 + 2)):
+            sel = tuple(key >> n & 1 for n in range(len(chosen)))
+            raw = key >> len(chosen) & 1
+            code_value = key >> (len(chosen) + 1)
+            value = raw if code_value == IDENTITY else table.get((code_value, sel), 0)
+            entries |= value << key
+        return Const(entries, 1 << (len(chosen) + 3)).bit_select(Cat(*index), 1)
 
     def output(self, line: AfterC) -> LineOut:
         return LineOut(tag=line.tag, data=Groups(
-            self._output_group(*args) for args in zip(
-                line.data, line.pattern_drop, line.gated_half,
-                line.margin_drop or [None] * len(line.data))))
+            self._output_group(*args) for args in zip(line.data, line.drop, line.gated_half)))
 
-    def _output_group(self, data, pattern_drop, gated_half, margin_drop):
+    def _output_group(self, data, drop, gated_half):
         w, h = self._geo.workers, self._geo.half_bit
         lanes = []
         for i, t in enumerate(self._lanes(data, w)):
-            zero = pattern_drop[i]
-            if margin_drop is not None:
-                zero = zero | margin_drop[i]
+            zero = self._geo.field(drop, i, self._drop_bits).any()
             bits = []
             for j in range(w):
                 # AND/OR rather than a multiplexer on ``zero``: a multiplexer
