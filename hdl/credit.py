@@ -7,7 +7,7 @@ from amaranth import Signal
 __all__ = ["credit_ready"]
 
 
-def credit_ready(m, depth, valid, give, hold=None):
+def credit_ready(m, depth, valid, give, hold=None, room=None):
     """The registered ``ready`` of an input that may hold ``depth`` items.
 
     Parameters
@@ -21,6 +21,9 @@ def credit_ready(m, depth, valid, give, hold=None):
         An item leaves the window this cycle.
     hold : Value or None
         When high, admit nothing from the next cycle on.
+    room : Value or None
+        Low when a place further on (the in-flight table) will have no room
+        next cycle: admit nothing then.
 
     Returns
     -------
@@ -29,5 +32,6 @@ def credit_ready(m, depth, valid, give, hold=None):
     held = Signal(range(depth + 1))
     ready = Signal()
     nxt = held + (valid & ready) - give
-    m.d.sync += [held.eq(nxt), ready.eq((nxt < depth) & (~hold if hold is not None else 1))]
+    m.d.sync += [held.eq(nxt), ready.eq((nxt < depth) & (~hold if hold is not None else 1)
+                                        & (room if room is not None else 1))]
     return ready

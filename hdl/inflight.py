@@ -7,7 +7,8 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["IdPool", "AllocSignature", "LookupSignature", "InFlightTable", "devload_level"]
+__all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
+           "devload_level", "response_members"]
 
 
 class IdPool(wiring.Component):
@@ -74,6 +75,28 @@ def AllocSignature(id_bits, entry_shape):
                              "ok": In(1), "id": In(id_bits)})
 
 
+def response_members(params, channel, entry_shape, err, data_bits=0):
+    """Members of a block that takes the AXI responses of ``channel`` ("r" or
+    "b") and retires their IDs: the beat (``<channel>_id``, ``_data`` when
+    ``data_bits``, ``_resp``, ``_valid``, ``_ready``), ``lookup``
+    (:func:`LookupSignature`), ``devload`` (reported on the block's S2M
+    channel) and ``err`` (a response was an error this cycle)."""
+    c = channel
+    return {f"{c}_id": In(params.id_bits),
+            **({f"{c}_data": In(data_bits)} if data_bits else {}),
+            f"{c}_resp": In(2), f"{c}_valid": In(1), f"{c}_ready": Out(1),
+            "lookup": Out(LookupSignature(params.id_bits, entry_shape)),
+            "devload": In(2), err: Out(1)}
+
+
+def ReserveSignature():
+    """Reserving a place for a read when the request is accepted (seen from
+    the requester): ``room`` says whether a read may be reserved in the next
+    cycle (formed this cycle, so the requester registers its ``ready`` from
+    it)."""
+    return wiring.Signature({"take": Out(1), "room": In(1)})
+
+
 def LookupSignature(id_bits, entry_shape):
     """Retiring an ID (``valid``): its entry comes back the next cycle."""
     return wiring.Signature({"valid": Out(1), "id": Out(id_bits), "entry": In(entry_shape)})
@@ -85,10 +108,15 @@ class InFlightTable(wiring.Component):
 
     Reads and writes have separate ID spaces of MAX_OUTSTANDING IDs each;
     one occupancy count keeps reads + writes at or below MAX_OUTSTANDING
-    (a read taken in the same cycle as a write counts first).  An ID is
+    (a read reserved in the same cycle as a write counts first).  A read
+    counts from the cycle its request is accepted (``read_reserve``), so
+    no more reads are accepted than the table holds and ``devload`` counts
+    every read accepted and not yet answered (contract 4.2); a read's ID is
+    then always free when it comes to be issued, and ``read_alloc.take``
+    does not count again.  A write counts from its ``take``.  An ID is
     in flight from its ``take`` until its lookup; it returns to the free
     list after the lookup has read its entry, so an entry is never
-    overwritten before it is read.
+    overwritten before it is read; the count falls at the same time.
 
     Parameters
     ----------
@@ -98,6 +126,7 @@ class InFlightTable(wiring.Component):
 
     Members
     -------
+    read_reserve : In(ReserveSignature())
     read_alloc, write_alloc : In(AllocSignature(...))
     read_lookup, write_lookup : In(LookupSignature(...))
     devload : Out(2)
@@ -108,6 +137,7 @@ class InFlightTable(wiring.Component):
         self._params = params
         idw = params.id_bits
         super().__init__({
+            "read_reserve": In(ReserveSignature()),
             "read_alloc": In(AllocSignature(idw, read_entry)),
             "write_alloc": In(AllocSignature(idw, write_entry)),
             "read_lookup": In(LookupSignature(idw, read_entry)),
@@ -141,23 +171,26 @@ class InFlightTable(wiring.Component):
         (rpool, r_free), (wpool, w_free) = sides["read"], sides["write"]
         occupied = Signal(range(n + 1))
         room1, room2 = Signal(), Signal()
+        room_next = Signal()
         # The IDs taken this cycle are known late (they depend on the ID
         # pools, the queues and each other); everything else is registered.
         # So the next count, its room flags and devload are formed for 0, 1
         # and 2 IDs taken, and the takes only choose among them.
         base = Signal(range(-2, n + 1))
         m.d.comb += base.eq(occupied - r_free - w_free)
-        takes = self.read_alloc.take + self.write_alloc.take
+        takes = self.read_reserve.take + self.write_alloc.take
         with m.Switch(takes):
             for k in range(3):
                 with m.Case(k):
                     nxt = base + k
+                    m.d.comb += room_next.eq(nxt < n)
                     m.d.sync += [occupied.eq(nxt), room1.eq(nxt < n), room2.eq(nxt < n - 1),
                                  self.devload.eq(Mux(nxt >= n, 3, Mux(4 * nxt >= 3 * n, 2,
                                                                       Mux(4 * nxt >= n, 1, 0))))]
         m.d.comb += [
-            self.read_alloc.ok.eq(rpool.alloc_ok & room1),
-            self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_alloc.take, room2, room1)),
+            self.read_reserve.room.eq(room_next),
+            self.read_alloc.ok.eq(rpool.alloc_ok),
+            self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_reserve.take, room2, room1)),
         ]
         return m
 

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 from neuron_fabric.host.facts import NDR_CMP
 from .bus import NdrLayout, OKAY
 from .credit import credit_ready
-from .inflight import LookupSignature
+from .inflight import response_members
 
 __all__ = ["NdrArbiter"]
 
@@ -32,28 +32,19 @@ class NdrArbiter(wiring.Component):
 
     Members
     -------
-    b_id, b_resp, b_valid, b_ready :
-        The AXI B beat.
-    lookup : Out(LookupSignature(id_bits, 16))
-        The write side of the in-flight table (entry: the tag).
+    b_id, b_resp, b_valid, b_ready, lookup, devload, wr_err :
+        :func:`.inflight.response_members` of the B channel (entry: the tag).
     req_cmp, rwd_cmp : In(stream.Signature(16))
         Tags to answer without a memory access.
     ndr : Out(stream.Signature(NdrLayout()))
-    devload : In(2)
-        Reported on NDR.
-    wr_err : Out(1)
-        A write was answered with an error this cycle.
     """
 
     def __init__(self, params):
         self._params = params
         super().__init__({
-            "b_id": In(params.id_bits), "b_resp": In(2), "b_valid": In(1), "b_ready": Out(1),
-            "lookup": Out(LookupSignature(params.id_bits, 16)),
+            **response_members(params, "b", 16, "wr_err"),
             "req_cmp": In(stream.Signature(16)), "rwd_cmp": In(stream.Signature(16)),
             "ndr": Out(stream.Signature(NdrLayout())),
-            "devload": In(2),
-            "wr_err": Out(1),
         })
 
     def elaborate(self, platform):

@@ -3,7 +3,8 @@ and the PATTERN gate mask the datapath core takes (contract section 3 (v2)).
 
 A division by a run-time P would be a long combinational path, so the
 residue of the line index is formed for the moduli 5, 7, 9, 11 and 13 (the
-odd prime powers below 16) by trees of small modular adders, the residue
+odd prime powers below 16) by trees of small modular adders (each a table
+of its two 4-bit residues, leaves a table of 6 bits of the index), the residue
 modulo 8 is the low three bits, and each P then combines the residues it
 needs (Chinese remainder theorem) with the factor E in one small table.
 The tree is split into steps so that the caller can put pipeline registers
@@ -19,15 +20,16 @@ the phase; :func:`gate_mask` then selects each lane's bit by the phase (a
 
 from math import gcd
 
-from amaranth import Cat, Const, Mux, Signal
+from amaranth import Cat, Const, Signal
 
-__all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "phase_lookup", "phase_reference",
+__all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "tree_levels", "phase_candidates",
+           "phase_lookup", "phase_reference",
            "pattern_table", "gate_mask"]
 
 #: Moduli whose residues the trees compute.
 MODULI = (5, 7, 9, 11, 13)
 PERIOD_MAX = 15
-_LEAF_BITS = 4
+_LEAF_BITS = 6
 #: Values a 4-bit phase can take: the table reaches 15 entries past the last lane.
 _PHASES = 16
 
@@ -38,29 +40,38 @@ def phase_reference(line_index, lanes, period):
 
 
 def _mod_add(a, b, q):
-    s = a + b
-    return Mux(s >= q, s - q, s)[:4]
+    """``(a + b) mod q`` for residues ``a, b < q`` as one table indexed by
+    both (6 or 8 bits): one small function per result bit, so a tree level
+    is a LUT or two deep instead of an adder, a compare and a subtractor."""
+    w = (q - 1).bit_length()
+    table = sum((((x + y) % q) << (4 * (x | (y << w))))
+                for x in range(q) for y in range(q))
+    return Const(table, 4 << 2 * w).word_select(Cat(a[:w], b[:w]), 4)
 
 
 def leaves(m, x):
-    """First step: for each modulus ``q`` a list of residues (one per 4-bit
-    group of ``x``), each already summed pairwise once."""
+    """First step: for each modulus ``q`` the residues of the 6-bit groups
+    of ``x`` (each weighted by its position), one table per group."""
     out = {}
     for q in MODULI:
         parts = []
         for lsb in range(0, len(x), _LEAF_BITS):
             group = x[lsb:lsb + _LEAF_BITS]
+            table = sum((sum(((v >> k) & 1) * pow(2, lsb + k, q)
+                             for k in range(len(group))) % q) << (4 * v)
+                        for v in range(1 << len(group)))
             part = Signal(4, name=f"leaf{q}_{lsb // _LEAF_BITS}")
-            with m.Switch(group):
-                for v in range(1 << len(group)):
-                    value = sum(((v >> k) & 1) * pow(2, lsb + k, q)
-                                for k in range(len(group))) % q
-                    if value:
-                        with m.Case(v):
-                            m.d.comb += part.eq(value)
+            m.d.comb += part.eq(Const(table, 4 << len(group)).word_select(group, 4))
             parts.append(part)
-        out[q] = reduce(parts, q, levels=1)
+        out[q] = parts
     return out
+
+
+def tree_levels(width):
+    """Levels of :func:`reduce` that bring the leaves of a ``width``-bit
+    value down to one residue."""
+    n = -(-width // _LEAF_BITS)
+    return max(0, (n - 1).bit_length())
 
 
 def reduce(values, q, levels=None):
@@ -84,32 +95,33 @@ def _factor_inputs(p):
     return two, mods
 
 
-def phase_lookup(m, low_bits, residues, period, lanes):
-    """Last step: the phase for the run-time ``period`` from ``low_bits``
-    (x mod 8) and the residues (one Value per modulus, each < q)."""
-    phase = Signal(4)
-    with m.Switch(period):
-        for p in range(2, PERIOD_MAX + 1):
-            two, mods = _factor_inputs(p)
-            span = two
+def phase_candidates(low_bits, residues, lanes):
+    """The phase for each period P (list index, 0..15) from ``low_bits``
+    (x mod 8) and the residues (one Value per modulus, each < q): each a
+    table of the few residue bits P needs (at most 7), so all of them form
+    in one shallow step; :func:`phase_lookup` then picks one by P."""
+    out = [Const(0, 4), Const(0, 4)]         # P = 1 (and the rejected P = 0): phase 0
+    for p in range(2, PERIOD_MAX + 1):
+        two, mods = _factor_inputs(p)
+        low = two.bit_length() - 1
+        key = Cat(low_bits[:low], *(residues[q][:(q - 1).bit_length()] for q in mods))
+        span = two
+        for q in mods:
+            span *= q
+        table = 0
+        for x in range(span):
+            k, shift = x % two, low
             for q in mods:
-                span *= q
-            key_parts = [low_bits[:two.bit_length() - 1]] + [residues[q] for q in mods]
-            key = Cat(*key_parts)
-            with m.Case(p):
-                with m.Switch(key):
-                    for x in range(span):
-                        k = x % two
-                        shift = two.bit_length() - 1
-                        for q in mods:
-                            k |= (x % q) << shift
-                            shift += 4
-                        value = (x * lanes) % p
-                        if value:
-                            with m.Case(k):
-                                m.d.comb += phase.eq(value)
-        # P = 1 (and the rejected P = 0) give phase 0.
-    return phase
+                k |= (x % q) << shift
+                shift += (q - 1).bit_length()
+            table |= ((x * lanes) % p) << (4 * k)
+        out.append(Const(table, 4 << len(key)).word_select(key, 4))
+    return out
+
+
+def phase_lookup(period, candidates):
+    """The phase for the run-time ``period`` from :func:`phase_candidates`."""
+    return Cat(*candidates).word_select(period, 4)
 
 
 def pattern_table(period, keep, lanes):

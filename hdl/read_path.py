@@ -23,7 +23,7 @@ from amaranth.lib.wiring import In, Out
 from neuron_fabric.host.facts import DRS_MEMDATA, Mode
 from .bus import DrsLayout, OKAY
 from .credit import credit_ready
-from .inflight import LookupSignature
+from .inflight import response_members
 from .issue import ReadEntryLayout
 from .request import ReadCfgLayout
 
@@ -53,32 +53,23 @@ class ReadPath(wiring.Component):
 
     Members
     -------
-    r_id, r_data, r_resp, r_valid, r_ready :
-        The AXI R beat.
-    lookup : Out(LookupSignature(...))
-        The read side of the in-flight table.
+    r_id, r_data, r_resp, r_valid, r_ready, lookup, devload, rd_err :
+        :func:`.inflight.response_members` of the R channel.
     to_core : Out(stream.Signature(CoreInLayout(params)))
         ``ready`` is not used: the core is always ready after reset when its
         output is (contract section 3), and its output always is.
     from_core : In(stream.Signature(CoreOutLayout(params)))
     drs : Out(stream.Signature(DrsLayout(line_bits)))
-    devload : In(2)
-        Reported on DRS.
-    rd_err : Out(1)
-        A read was answered with an error this cycle.
     """
 
     def __init__(self, params):
         self._params = params
         super().__init__({
-            "r_id": In(params.id_bits), "r_data": In(params.line_bits), "r_resp": In(2),
-            "r_valid": In(1), "r_ready": Out(1),
-            "lookup": Out(LookupSignature(params.id_bits, ReadEntryLayout(params))),
+            **response_members(params, "r", ReadEntryLayout(params), "rd_err",
+                               data_bits=params.line_bits),
             "to_core": Out(stream.Signature(CoreInLayout(params))),
             "from_core": In(stream.Signature(CoreOutLayout(params))),
             "drs": Out(stream.Signature(DrsLayout(params.line_bits))),
-            "devload": In(2),
-            "rd_err": Out(1),
         })
 
     @property

@@ -31,7 +31,9 @@ from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
 from .bus import ReqLayout
 from .credit import credit_ready
 from .csr import CfgLayout, ConfigSignature
-from .phase import MODULI, gate_mask, leaves, pattern_table, phase_lookup, reduce
+from .inflight import ReserveSignature
+from .phase import (MODULI, gate_mask, leaves, pattern_table, phase_candidates, phase_lookup,
+                    reduce, tree_levels)
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "RequestPipeline", "FIXED_PATTERN"]
 
@@ -96,6 +98,9 @@ class RequestPipeline(wiring.Component):
     req : In(stream.Signature(ReqLayout()))
     config : In(ConfigSignature(params))
     out : Out(stream.Signature(RequestLayout(params)))
+    reserve : Out(ReserveSignature())
+        A place in the in-flight table for each read accepted; no request
+        is accepted while the table will have no room.
     """
 
     def __init__(self, params):
@@ -104,6 +109,7 @@ class RequestPipeline(wiring.Component):
             "req": In(stream.Signature(ReqLayout())),
             "config": In(ConfigSignature(params)),
             "out": Out(stream.Signature(RequestLayout(params))),
+            "reserve": Out(ReserveSignature()),
         })
 
     def elaborate(self, platform):
@@ -132,32 +138,41 @@ class RequestPipeline(wiring.Component):
         m.d.comb += self.config.idle.eq(~self.req.ready & ~a_valid & ~m1_valid & ~m2_valid
                                         & ~m3_valid)
 
-        keep = ("kind", "addr", "tag", "cfg")
-        s5_valid, s5 = _stage(m, "s5", m4_valid, {**{k: m4[k] for k in keep},
-                                                 "index": m4["addr"] - m4["base"]})
-        parts = leaves(m, s5["index"])
-        s6_valid, s6 = _stage(m, "s6", s5_valid, {**{k: s5[k] for k in keep},
-                                                 "low": s5["index"][:3],
-                                                 **{f"r{q}": parts[q] for q in MODULI}})
-        s7_valid, s7 = _stage(m, "s7", s6_valid, {
-            **{k: s6[k] for k in keep}, "low": s6["low"],
-            **{f"r{q}": reduce(s6[f"r{q}"], q, levels=2) for q in MODULI}})
-        s7_cfg = data.View(CfgLayout, s7["cfg"])
-        final = {q: reduce(s7[f"r{q}"], q)[0] for q in MODULI}
-        phase = phase_lookup(m, s7["low"], final, s7_cfg.period, p.lanes)
+        # The pattern table depends on the configuration alone: formed here and
+        # carried beside the residue trees.
+        m4_cfg = data.View(CfgLayout, m4["cfg"])
         if PROFILES[p.profile].has("gate_pattern_programmable"):
-            table_now = pattern_table(s7_cfg.period, s7_cfg.keep, p.lanes)
+            table = pattern_table(m4_cfg.period, m4_cfg.keep, p.lanes)
         else:
-            table_now = pattern_table(*FIXED_PATTERN, p.lanes)
-        s8_valid, s8 = _stage(m, "s8", s7_valid, {**{k: s7[k] for k in keep}, "phase": phase,
-                                                 "table": table_now})
-        s8_cfg = data.View(CfgLayout, s8["cfg"])
+            table = pattern_table(*FIXED_PATTERN, p.lanes)
+        keep = ("kind", "addr", "tag", "cfg", "table")
+        s5_valid, s5 = _stage(m, "s5", m4_valid, {**{k: m4[k] for k in keep[:4]},
+                                                 "table": table,
+                                                 "index": m4["addr"] - m4["base"]})
+        # The residue trees, one table level per stage: leaves, then levels.
+        t_valid, t = _stage(m, "s6", s5_valid, {**{k: s5[k] for k in keep},
+                                               "low": s5["index"][:3],
+                                               **{f"r{q}": v for q, v in
+                                                  leaves(m, s5["index"]).items()}})
+        for level in range(tree_levels(len(s5["index"]))):
+            t_valid, t = _stage(m, f"t{level + 1}", t_valid, {
+                **{k: t[k] for k in keep}, "low": t["low"],
+                **{f"r{q}": reduce(t[f"r{q}"], q, levels=1) for q in MODULI}})
+        # The phase for every P, then the one of this P, then the mask.
+        pc_valid, pc = _stage(m, "pc", t_valid, {
+            **{k: t[k] for k in keep},
+            "cand": phase_candidates(t["low"], {q: t[f"r{q}"][0] for q in MODULI}, p.lanes)})
+        pc_cfg = data.View(CfgLayout, pc["cfg"])
+        ph_valid, ph = _stage(m, "ph", pc_valid, {**{k: pc[k] for k in keep},
+                                                 "phase": phase_lookup(pc_cfg.period,
+                                                                       pc["cand"])})
+        ph_cfg = data.View(CfgLayout, ph["cfg"])
         entry = Signal(RequestLayout(p))
-        m.d.comb += [entry.kind.eq(s8["kind"]), entry.tag.eq(s8["tag"]),
-                     entry.addr.eq(s8["addr"]),
-                     *(entry.cfg[name].eq(s8_cfg[name]) for name, _ in ReadCfgLayout),
-                     entry.mask.eq(gate_mask(s8["table"], s8["phase"], p.lanes))]
-        s9_valid, s9 = _stage(m, "s9", s8_valid, {"entry": entry})
+        m.d.comb += [entry.kind.eq(ph["kind"]), entry.tag.eq(ph["tag"]),
+                     entry.addr.eq(ph["addr"]),
+                     *(entry.cfg[name].eq(ph_cfg[name]) for name, _ in ReadCfgLayout),
+                     entry.mask.eq(gate_mask(ph["table"], ph["phase"], p.lanes))]
+        s9_valid, s9 = _stage(m, "mask", ph_valid, {"entry": entry})
         m.d.comb += [
             queue.w_en.eq(s9_valid), queue.w_data.eq(s9["entry"]),
             self.out.valid.eq(queue.r_rdy), self.out.payload.eq(queue.r_data),
@@ -167,11 +182,16 @@ class RequestPipeline(wiring.Component):
 
     def _admission(self, m, queue):
         """``req.ready`` from a credit count of requests between admission
-        and the queue's output; returns the accept strobe."""
+        and the queue's output and the in-flight table's room; reserves a
+        place in the table for each read; returns the accept strobe."""
         ready = credit_ready(m, QUEUE_DEPTH, self.req.valid, queue.r_rdy & queue.r_en,
-                             hold=self.config.hold)
-        m.d.comb += self.req.ready.eq(ready)
-        return self.req.valid & ready
+                             hold=self.config.hold, room=self.reserve.room)
+        accept = self.req.valid & ready
+        opcode = self.req.payload.opcode
+        m.d.comb += [self.req.ready.eq(ready),
+                     self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
+                                                    (opcode == ReqOpcode.MEM_RD_DATA)))]
+        return accept
 
     def _compare_halves(self, addr):
         """Per region: ``addr < BASE`` and ``addr < LIMIT`` as (high less,

@@ -100,6 +100,7 @@ class Top(wiring.Component):
         connect(m, wiring.flipped(self.s2m_ndr), ndr.ndr)
         connect(m, csr.config, request.config)
         connect(m, request.out, issue.requests)
+        connect(m, request.reserve, table.read_reserve)
         connect(m, issue.alloc, table.read_alloc)
         connect(m, write.alloc, table.write_alloc)
         connect(m, read.lookup, table.read_lookup)

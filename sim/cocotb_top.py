@@ -12,7 +12,7 @@ import random
 import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
-from neuron_fabric.host.driver import BusError, CfgError
+from neuron_fabric.host.driver import CfgError
 from neuron_fabric.host.facts import Format, GateKind, Mode, ReqOpcode, RwdOpcode
 from neuron_fabric.host.regmap import (COUNTERS, ID_VALUE, RegisterMap, STATUS_BITS, VERSION_MAJOR,
                                   VERSION_MINOR, cfg_encode)

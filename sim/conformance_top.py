@@ -1432,7 +1432,9 @@ async def config_captured_at_accept(dut):
     top.ram.read_if.r_channel.set_pause_generator(stall())
     top.p_drs_ready = 0.0
     configs = [cfg(mode=2, fmt=1), cfg(mode=3, fmt=0, kind=0, period=5, keep=2), cfg(mode=0)]
-    per = max(1, min(2, (MAX_OUT - 1) // len(configs)))
+    # Each batch is `per` reads and one more; all of them must fit in the in-flight
+    # table, since no more than MAX_OUTSTANDING reads are accepted with R stalled.
+    per = max(1, min(2, MAX_OUT // len(configs) - 1))
     items = []
     for k, v in enumerate(configs):
         await csr.set_default(top, v)

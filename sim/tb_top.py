@@ -40,8 +40,7 @@ import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
-from cocotbext.axi import (AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam)
-from cocotbext.axi.axi_channels import AxiARSink, AxiRSource
+from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
 from cocotbext.axi.stream import define_stream

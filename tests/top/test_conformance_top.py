@@ -41,12 +41,7 @@ CONFIGS = [
 
 # Departures from the contract found by this bench, as strict expected failures:
 # (config id or "*", test) -> reason.  Empty: the design meets every check here.
-XFAIL = {
-    ("512x8s5r3o16-verilator", "devload_full_table"): (
-        "departure: with AXI R stalled the 512-bit top accepts 24 reads but issues only 5 AXI "
-        "reads; the rest wait in its request queue, so more than MAX_OUTSTANDING requests are "
-        "accepted and unanswered while devload reads 1 instead of 3"),
-}
+XFAIL = {}
 
 
 def _cfg_id(c):

@@ -11,9 +11,8 @@ each simulator near a minute inside ``make test``.
 
 import pytest
 
-from neuron_fabric.hdl.export import top_verilog, write_verilog
-from neuron_fabric.host.facts import TOP_MODULE, TopParams
-from neuron_fabric.sim.toolchain import BUILD, available_simulators, run_cocotb
+from neuron_fabric.host.facts import TopParams
+from neuron_fabric.sim.toolchain import available_simulators
 
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=4, max_outstanding=4)
 DEFAULT_WIDTH = TopParams(line_bits=512, workers=8, stages=5, regions=4, max_outstanding=16)
@@ -26,23 +25,18 @@ needs_icarus = pytest.mark.skipif("icarus" not in available_simulators(),
                                   reason="iverilog not installed")
 
 
-def run_device_diff(params, simulator, seed):
-    src = write_verilog(BUILD / "cocotb" / "src" / params.tag() / "neuron_fabric.v",
-                        top_verilog(line_bits=params.line_bits, workers=params.workers,
-                                    stages=params.stages, regions=params.regions,
-                                    max_outstanding=params.max_outstanding))
-    return run_cocotb(sources=[src], toplevel=TOP_MODULE,
-                      test_module="neuron_fabric.sim.cocotb_device", simulator=simulator,
-                      build_dir=BUILD / "cocotb" / f"device_{simulator}_{params.tag()}",
-                      params=dict(params.__dict__, seed=seed, batches=BATCHES[simulator]))
+def run_device_diff(run_top_bench, params, simulator, seed):
+    return run_top_bench(params, simulator, "neuron_fabric.sim.cocotb_device",
+                         f"device_{simulator}_{params.tag()}", seed=seed,
+                         batches=BATCHES[simulator])
 
 
-def test_default_width_verilator():
-    assert run_device_diff(DEFAULT_WIDTH, "verilator", seed=12) == 1
+def test_default_width_verilator(run_top_bench):
+    assert run_device_diff(run_top_bench, DEFAULT_WIDTH, "verilator", seed=12) == 1
 
 
 @needs_icarus
 @pytest.mark.parametrize("params, seed", [(SMALL, 11), (DEFAULT_WIDTH, 14)],
                          ids=["small", "default_width"])
-def test_icarus(params, seed):
-    assert run_device_diff(params, "icarus", seed) == 1
+def test_icarus(run_top_bench, params, seed):
+    assert run_device_diff(run_top_bench, params, "icarus", seed) == 1

@@ -81,6 +81,7 @@ def test_request_pipeline_captures_region_and_mask():
              rng.randrange(4), tag) for tag in range(60)]
 
     async def producer(ctx):
+        ctx.set(dut.reserve.room, 1)             # the in-flight table always has room here
         for name, value in default.items():
             ctx.set(dut.config.default[name], value)
         for r, (cfg, base, limit) in enumerate(regions):
@@ -127,6 +128,7 @@ def test_request_pipeline_hold_and_idle():
     dut = RequestPipeline(SMALL)
 
     async def bench(ctx):
+        ctx.set(dut.reserve.room, 1)
         ctx.set(dut.out.ready, 1)
         ctx.set(dut.req.valid, 1)
         await ctx.tick().repeat(3)

@@ -3,7 +3,6 @@ docs up to date, driver validation, gate-phase and gate-mask logic and the
 ID free list (Amaranth simulator)."""
 
 import asyncio
-import pathlib
 import random
 
 import pytest
@@ -13,7 +12,8 @@ from amaranth.sim import Simulator
 from neuron_fabric.host.driver import BusError, CfgError, Driver
 from neuron_fabric.hdl.inflight import IdPool
 from neuron_fabric.host.facts import Format, GateKind, Mode
-from neuron_fabric.hdl.phase import MODULI, gate_mask, leaves, pattern_table, phase_lookup, reduce
+from neuron_fabric.hdl.phase import (MODULI, gate_mask, leaves, pattern_table, phase_candidates,
+                                    phase_lookup, reduce, tree_levels)
 from neuron_fabric.host import golden
 from neuron_fabric.host.facts import TopParams
 from neuron_fabric.host.regmap import RegisterMap, markdown
@@ -143,8 +143,11 @@ def test_phase_logic(width, lanes):
     x = Signal(width)
     period = Signal(4)
     parts = leaves(m, x)
-    residues = {q: reduce(reduce(v, q, levels=2), q)[0] for q, v in parts.items()}
-    phase = phase_lookup(m, x[:3], residues, period, lanes)
+    for _ in range(tree_levels(width)):
+        parts = {q: reduce(v, q, levels=1) for q, v in parts.items()}
+    assert all(len(v) == 1 for v in parts.values())
+    residues = {q: v[0] for q, v in parts.items()}
+    phase = phase_lookup(period, phase_candidates(x[:3], residues, lanes))
     rng = random.Random(width)
     values = [0, 1, (1 << width) - 1] + [rng.getrandbits(width) for _ in range(60)]
 
