@@ -19,7 +19,8 @@ from amaranth.lib.wiring import In, Out
 
 from .datapath import DatapathDesign
 
-__all__ = ["FlatDatapath", "datapath_verilog", "top_verilog", "write_verilog", "main"]
+__all__ = ["FlatDatapath", "FlatHierarchy", "datapath_verilog", "hierarchy_verilog",
+           "top_verilog", "write_verilog", "main"]
 
 
 def _flat_port(direction, field):
@@ -28,7 +29,48 @@ def _flat_port(direction, field):
     return f"{direction}_{'data' if field == 'line' else field}"
 
 
-class FlatDatapath(wiring.Component):
+class _FlatStreams(wiring.Component):
+    """A design of two streams, ``i_stream`` in and ``o_stream`` out, under
+    flat port names: ``in_valid``, ``in_ready``, ``in_<field>`` (the line as
+    ``in_data``), and the same with ``out``.  :meth:`_build` puts the
+    design's logic between the two streams."""
+
+    def __init__(self, signature):
+        self._signature = signature
+        members = {}
+        for direction, port, inward in self._streams(signature.create()):
+            members[f"{direction}_valid"] = (In if inward else Out)(1)
+            members[f"{direction}_ready"] = (Out if inward else In)(1)
+            for field, value in port.payload.shape():
+                members[_flat_port(direction, field)] = (In if inward else Out)(value.shape)
+        super().__init__(members)
+
+    @staticmethod
+    def _streams(core):
+        return [("in", core.i_stream, True), ("out", core.o_stream, False)]
+
+    def _build(self, m, i_stream, o_stream):
+        raise NotImplementedError
+
+    def elaborate(self, platform):
+        m = Module()
+        core = self._signature.create()
+        for direction, port, inward in self._streams(core):
+            valid = getattr(self, f"{direction}_valid")
+            ready = getattr(self, f"{direction}_ready")
+            fields = [(port.payload[field], getattr(self, _flat_port(direction, field)))
+                      for field, _ in port.payload.shape()]
+            if inward:
+                m.d.comb += [port.valid.eq(valid), ready.eq(port.ready),
+                             *(inner.eq(flat) for inner, flat in fields)]
+            else:
+                m.d.comb += [valid.eq(port.valid), port.ready.eq(ready),
+                             *(flat.eq(inner) for inner, flat in fields)]
+        self._build(m, core.i_stream, core.o_stream)
+        return m
+
+
+class FlatDatapath(_FlatStreams):
     """The datapath core under the flat port names of contract section 3.
 
     The core's logic is built into this module between two internal
@@ -50,34 +92,36 @@ class FlatDatapath(wiring.Component):
 
     def __init__(self, **params):
         self._design = DatapathDesign.of(**params)
-        members = {}
-        for direction, port, inward in self._streams(self._design.signature.create()):
-            members[f"{direction}_valid"] = (In if inward else Out)(1)
-            members[f"{direction}_ready"] = (Out if inward else In)(1)
-            for field, value in port.payload.shape():
-                members[_flat_port(direction, field)] = (In if inward else Out)(value.shape)
-        super().__init__(members)
+        super().__init__(self._design.signature)
 
-    @staticmethod
-    def _streams(core):
-        return [("in", core.i_stream, True), ("out", core.o_stream, False)]
+    def _build(self, m, i_stream, o_stream):
+        self._design.build(m, i_stream, o_stream)
 
-    def elaborate(self, platform):
-        m = Module()
-        core = self._design.signature.create()
-        for direction, port, inward in self._streams(core):
-            valid = getattr(self, f"{direction}_valid")
-            ready = getattr(self, f"{direction}_ready")
-            fields = [(port.payload[field], getattr(self, _flat_port(direction, field)))
-                      for field, _ in port.payload.shape()]
-            if inward:
-                m.d.comb += [port.valid.eq(valid), ready.eq(port.ready),
-                             *(inner.eq(flat) for inner, flat in fields)]
-            else:
-                m.d.comb += [valid.eq(port.valid), port.ready.eq(ready),
-                             *(flat.eq(inner) for inner, flat in fields)]
-        self._design.build(m, core.i_stream, core.o_stream)
-        return m
+
+class FlatHierarchy(_FlatStreams):
+    """The core with the hierarchy extension
+    (:class:`~neuron_fabric.hdl.hierarchy.Hierarchy`) under the core's flat
+    port names and ``in_layout``, ``in_operand``, ``in_total``.
+
+    Parameters
+    ----------
+    **params
+        Those of :class:`~neuron_fabric.hdl.datapath.Datapath`.
+    """
+
+    def __init__(self, **params):
+        from .hierarchy import Hierarchy
+        self._inner = Hierarchy(**params)
+        super().__init__(self._inner.signature)
+
+    def _build(self, m, i_stream, o_stream):
+        inner = m.submodules.hierarchy = self._inner
+        m.d.comb += [inner.i_stream.valid.eq(i_stream.valid),
+                     i_stream.ready.eq(inner.i_stream.ready),
+                     inner.i_stream.payload.eq(i_stream.payload),
+                     o_stream.valid.eq(inner.o_stream.valid),
+                     inner.o_stream.ready.eq(o_stream.ready),
+                     o_stream.payload.eq(inner.o_stream.payload)]
 
 
 def datapath_verilog(*, line_bits=DEFAULTS["line_bits"], workers=DEFAULTS["workers"],
@@ -91,6 +135,19 @@ def datapath_verilog(*, line_bits=DEFAULTS["line_bits"], workers=DEFAULTS["worke
               f"STAGES={stages} profile={name}\n"
               f"// Generated by neuron-fabric-export; do not edit.\n")
     return header + verilog.convert(core, name=DATAPATH_MODULE, emit_src=False)
+
+
+def hierarchy_verilog(*, line_bits=DEFAULTS["line_bits"], workers=DEFAULTS["workers"],
+                      stages=DEFAULTS["stages"], profile="full"):
+    """Verilog text of the core with the hierarchy extension, module
+    ``neuron_fabric_hierarchy`` (its submodules in the same text)."""
+    from amaranth.back import verilog
+    from .hierarchy import HIERARCHY_MODULE
+    design = FlatHierarchy(line_bits=line_bits, workers=workers, stages=stages, profile=profile)
+    header = (f"// {HIERARCHY_MODULE}: LINE_BITS={line_bits} WORKERS={workers} "
+              f"STAGES={stages} profile={profile}\n"
+              f"// Generated by neuron-fabric-export; do not edit.\n")
+    return header + verilog.convert(design, name=HIERARCHY_MODULE, emit_src=False)
 
 
 def top_verilog(*, line_bits=DEFAULTS["line_bits"], workers=DEFAULTS["workers"],

@@ -21,27 +21,16 @@ Lines leave in order, one per cycle with the output ready held high, each
 STAGES cycles after it was accepted: the wrapper's handshake is the core's.
 
 The count unit (:class:`CountSum`) works on 32-bit count lanes (contract
-section 5.3).  Its four steps sit between pipeline registers placed as the
-core's (:data:`~neuron_fabric.hdl.datapath.pipeline.PLACEMENT`), with the
-core's :class:`~neuron_fabric.hdl.datapath.pipeline.Pipeline` (per-stage,
-per-copy clock enables; one copy of each per-line control per count
-lane)::
-
-    boundary 0 | A: the lane from the element-major line or either
-               |    worker-major one (a 3:1 multiplexer of wiring);
-               |    pairs of partial counts added; per line: the format
-               |    code, the gate flags, total + T, total - T, total / 2
-    boundary 1 | B: the sums of the even and of the odd 4-bit fields
-    boundary 2 | C: the count c (COUNTS4: the two sums added; COUNTS8: the
-               |    odd sum shifted by four); whether the lane is kept
-               |    whatever the margin (G-Binary, or the PATTERN mask bit)
-    boundary 3 | D: a = 2c - total, |a| >= T by two compares of 2c with
-               |    total + T and total - T, the sign of a, the output lane
-    boundary 4 | (output register)
-
-A COUNTS8 count is a byte, ``lo + 16 * hi`` of its two nibbles, so one
-lane's sum is ``even + 16 * odd`` for COUNTS8 and ``even + odd`` for
-COUNTS4, over the same eight nibbles: the two operands share the adders.
+section 5.3) in five steps (:class:`CountSteps`) with the core's
+:class:`~neuron_fabric.hdl.datapath.pipeline.Pipeline` (per-stage, per-copy
+clock enables from local valid chains; one copy of each per-line control
+per count lane).  Its registers sit on the steps' boundaries by
+:data:`COUNT_PLACEMENT`: at STAGES 5 one between each two steps and one at
+the output, none at the input, since step A is adders on the line's bits
+alone (in the top the line comes from a register).  A COUNTS8 count is a
+byte, ``lo + 16 * hi`` of its two nibbles, so one lane's sum is ``even +
+16 * odd`` for COUNTS8 and ``even + odd`` for COUNTS4, over the same eight
+nibbles: the two operands share the adders.
 
 Integration into the top (``hdl/read_path.py`` instantiates
 :class:`Hierarchy` in place of the core; ``hdl/request.py`` carries the
@@ -63,6 +52,7 @@ fields):
   ``full`` profile the ``hierarchy`` feature, in the same change.
 """
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
@@ -123,181 +113,213 @@ class CountOutLayout(data.StructLayout):
         super().__init__({"line": line_bits, "select": line_bits // COUNT_LANE_BITS})
 
 
-# -- the count unit's bundles (see hdl/datapath/pipeline.py for the field types)
+# -- the count unit's steps -------------------------------------------------------
 
-@dataclass(frozen=True)
-class CountIn:
-    mode: object
-    format: object
-    gate_kind: object
-    threshold: object
-    total: object
-    operand: object
-    route: Copies                       # layout and operand: which view of the line
-    data: Groups                        # the stored line, 32 bits per group
-    mask: Groups                        # the PATTERN mask bit of each count lane
-
-
-@dataclass(frozen=True)
-class AfterA:
-    code: Copies                        # output format (COUNT for those the build lacks)
-    select: Copies                      # a transformed count line
-    keep_all: Copies                    # G-Binary
-    pattern_on: Copies
-    margin_on: Optional[Copies]
-    wide: Copies                        # COUNTS8 (odd nibbles weigh 16)
-    total: Copies
-    high: Copies                        # total + T
-    low: Copies                         # total - T, two's complement
-    half: Copies                        # floor(total / 2)
-    mask: Groups
-    pairs: Groups                       # four sums of two nibbles
+#: For each STAGES value, how many registers sit on the count unit's
+#: boundaries 0..5 (before step A, between steps, after step E).  Step A
+#: is adders on the line's bits only, so it needs no register before it;
+#: past five stages the extra registers go on boundary 0, where they cost
+#: only latency.
+COUNT_PLACEMENT = {
+    1: (0, 0, 0, 0, 0, 1),
+    2: (0, 0, 0, 1, 0, 1),
+    3: (0, 1, 0, 1, 0, 1),
+    4: (0, 1, 1, 1, 0, 1),
+    **{s: (s - 5, 1, 1, 1, 1, 1) for s in range(5, 9)},
+}
 
 
 @dataclass(frozen=True)
-class AfterB:
-    code: Copies
-    select: Copies
-    keep_all: Copies
-    pattern_on: Copies
-    margin_on: Optional[Copies]
-    wide: Copies
-    total: Copies
-    high: Copies
-    low: Copies
-    half: Copies
-    mask: Groups
-    sums: Groups                        # even and odd nibbles' sums
+class CountLine:
+    """A count line between two steps; a field is None where the line has
+    it not (yet or any more).  Field types as in
+    :mod:`~neuron_fabric.hdl.datapath.pipeline`: per-line values, per-lane
+    :class:`Copies` of per-line controls, per-lane :class:`Groups`."""
+    # per line, at the input
+    mode: object = None
+    format: object = None
+    gate_kind: object = None
+    threshold: object = None
+    total: object = None
+    operand: object = None
+    # per-line controls, one copy per count lane
+    route: Optional[Copies] = None      # layout and operand: which view of the line
+    select: Optional[Copies] = None     # a transformed count line
+    keep_all: Optional[Copies] = None   # G-Binary
+    pattern_on: Optional[Copies] = None
+    margin_on: Optional[Copies] = None
+    wide: Optional[Copies] = None       # COUNTS8: the odd nibbles weigh 16
+    is_count: Optional[Copies] = None   # output format, one-hot (COUNT for those
+    is_margin: Optional[Copies] = None  # the build lacks)
+    is_sign: Optional[Copies] = None
+    total_c: Optional[Copies] = None    # total
+    high: Optional[Copies] = None       # total + T
+    low: Optional[Copies] = None        # total - T, two's complement
+    half: Optional[Copies] = None       # floor(total / 2)
+    # per count lane
+    data: Optional[Groups] = None       # the stored line, 32 bits a lane
+    mask: Optional[Groups] = None       # the PATTERN mask bit
+    pairs: Optional[Groups] = None      # four sums of two nibbles, for each view
+    sums: Optional[Groups] = None       # the even and the odd nibbles' sums
+    count: Optional[Groups] = None      # c
+    keep: Optional[Groups] = None       # kept by G-Binary or the PATTERN mask
+    margin: Optional[Groups] = None     # a = 2c - total, 12 bits
+    positive: Optional[Groups] = None   # a > 0
+    kept: Optional[Groups] = None       # the gate keeps the lane
+    out: Optional[Groups] = None        # the output lane
 
 
-@dataclass(frozen=True)
-class AfterC:
-    code: Copies
-    select: Copies
-    margin_on: Optional[Copies]
-    total: Copies
-    high: Copies
-    low: Copies
-    half: Copies
-    kept: Groups                        # kept whatever the margin
-    count: Groups                       # c
-
-
-@dataclass(frozen=True)
-class CountOut:
-    select: Copies
-    data: Groups
+#: The nibbles of a lane a pair adds: (0, 2), (4, 6) of the even sum, (1, 3),
+#: (5, 7) of the odd one.
+_PAIRS = ((0, 2), (4, 6), (1, 3), (5, 7))
+_PAIR_BITS = _NIBBLE + 1
+_SUM_BITS = _NIBBLE + 2
+_COUNT_BITS = 10                        # c <= 1020
+_MARGIN_BITS = 12                       # -1023 <= a <= 2046
 
 
 class CountSteps:
-    """The count unit's four steps over ``geometry``'s count lanes, with the
-    features ``profile`` lacks hard-wired away as in the core."""
+    """The count unit's five steps over a line's 32-bit count lanes, with
+    the features ``profile`` lacks hard-wired away as in the core::
+
+        A  for the element-major line and both worker-major views of it
+           (wiring), four sums of two nibbles per lane; per line: the
+           format (one-hot), the gate flags, total + T, total - T, total / 2
+        B  the pairs of the line's view (a 3:1 multiplexer on the route
+           copy), and the sums of the even and of the odd nibbles
+        C  c: even + odd (COUNTS4), or even + 16 * odd (COUNTS8: each odd
+           nibble is the high half of a byte); whether G-Binary or the
+           PATTERN mask keeps the lane
+        D  a = 2c - total, its sign, 2c > total; the MARGIN gate |a| >= T
+           as 2c >= total + T or 2c <= total - T; whether the lane is kept
+        E  the output lane by format (the gated value when not kept)
+    """
 
     def __init__(self, line_bits, profile, wire):
-        self._line_bits = line_bits
         self._lanes = line_bits // COUNT_LANE_BITS
         self._profile = profile
         self._wire = wire
 
     @property
     def steps(self):
-        return (self.pairs, self.sums, self.count, self.output)
+        return (self.pair_sums, self.view_sums, self.counts, self.gates, self.output)
 
-    def pairs(self, line: CountIn) -> AfterA:
+    def pair_sums(self, line: CountLine) -> CountLine:
         has = self._profile.has
-        n = self._lanes
         raw = Cat(*line.data)
-        views = {}
-        for operand in (Operand.COUNTS4, Operand.COUNTS8):
-            bits, contributors = count_geometry(operand)
-            views[operand] = element_major(raw, contributors, bits)
+        views = [raw] + [element_major(raw, contributors, bits) for bits, contributors in
+                         map(count_geometry, (Operand.COUNTS4, Operand.COUNTS8))]
         pairs = []
-        for g, route in enumerate(line.route):
-            lane = slice(g * COUNT_LANE_BITS, (g + 1) * COUNT_LANE_BITS)
-            worker_major, wide = route[0], route[2]
-            value = Mux(worker_major, Mux(wide, views[Operand.COUNTS8][lane],
-                                          views[Operand.COUNTS4][lane]), raw[lane])
-            value = self._wire(value)
-            nib = [value[k * _NIBBLE:(k + 1) * _NIBBLE] for k in range(8)]
-            pairs.append(Cat(*(self._wire(nib[k] + nib[k + 2]) for k in (0, 4, 1, 5))))
+        for g in range(self._lanes):
+            sums = []
+            for view in views:
+                lane = view[g * COUNT_LANE_BITS:(g + 1) * COUNT_LANE_BITS]
+                nib = [lane[k * _NIBBLE:(k + 1) * _NIBBLE] for k in range(8)]
+                sums += [self._wire(nib[x] + nib[y]) for x, y in _PAIRS]
+            pairs.append(Cat(*sums))
         ternary = line.mode == Mode.GTERNARY
         margin_on = None
+        pattern_on = ternary
         if has("gate_margin"):
             pattern_on = ternary & (line.gate_kind == GateKind.PATTERN)
-            margin_on = Copies.spread(ternary & (line.gate_kind == GateKind.MARGIN), n)
-        else:
-            pattern_on = ternary
+            margin_on = ternary & (line.gate_kind == GateKind.MARGIN)
         code = Const(Format.COUNT, 2)
         if has("format_margin"):
             code = Mux(line.format == Format.MARGIN, Format.MARGIN, code)
         if has("format_sign"):
             code = Mux(line.format == Format.SIGN, Format.SIGN, code)
+        code = self._wire(code)
+        total = line.total
 
         def spread(value):
-            return Copies.spread(value, n)
+            return None if value is None else Copies.spread(value, self._lanes)
 
-        total = line.total
-        return AfterA(
-            code=spread(code), select=spread(line.mode[1] & (line.operand != Operand.SIGNS)),
+        return CountLine(
+            route=line.route, mask=line.mask, pairs=Groups(pairs),
+            select=spread(line.mode[1] & (line.operand != Operand.SIGNS)),
             keep_all=spread(line.mode == Mode.GBINARY), pattern_on=spread(pattern_on),
-            margin_on=margin_on, wide=spread(line.operand[1]), total=spread(total),
+            margin_on=spread(margin_on), wide=spread(line.operand[1]),
+            is_count=spread(code == Format.COUNT), is_margin=spread(code == Format.MARGIN),
+            is_sign=spread(code == Format.SIGN), total_c=spread(total),
             high=spread(total + line.threshold),
-            low=spread((total - line.threshold)[:len(total) + 1]),
-            half=spread(total[1:]), mask=line.mask, pairs=Groups(pairs))
+            low=spread((total - line.threshold)[:len(total) + 1]), half=spread(total[1:]))
 
-    def sums(self, line: AfterA) -> AfterB:
+    def view_sums(self, line: CountLine) -> CountLine:
+        width = len(_PAIRS) * _PAIR_BITS
         sums = []
-        for pairs in line.pairs:
-            p = [pairs[k * 5:(k + 1) * 5] for k in range(4)]
+        for route, pairs in zip(line.route, line.pairs):
+            worker_major, wide = route[0], route[2]
+            em, w4, w8 = (pairs[v * width:(v + 1) * width] for v in range(3))
+            chosen = self._wire(Mux(worker_major, Mux(wide, w8, w4), em))
+            p = [chosen[k * _PAIR_BITS:(k + 1) * _PAIR_BITS] for k in range(len(_PAIRS))]
             sums.append(Cat(self._wire(p[0] + p[1]), self._wire(p[2] + p[3])))
-        return AfterB(code=line.code, select=line.select, keep_all=line.keep_all,
-                      pattern_on=line.pattern_on, margin_on=line.margin_on, wide=line.wide,
-                      total=line.total, high=line.high, low=line.low, half=line.half,
-                      mask=line.mask, sums=Groups(sums))
+        return dataclasses.replace(line, route=None, pairs=None, sums=Groups(sums))
 
-    def count(self, line: AfterB) -> AfterC:
-        counts, kept = [], []
+    def counts(self, line: CountLine) -> CountLine:
+        counts, keep = [], []
         for g, sums in enumerate(line.sums):
-            even, odd = sums[:6], sums[6:]
-            # COUNTS8: each odd nibble is the high half of a byte.
-            addend = Mux(line.wide[g], Cat(Const(0, _NIBBLE), odd), odd)
-            counts.append(self._wire((even + addend)[:10]))
-            kept.append(self._wire(line.keep_all[g] | (line.pattern_on[g] & line.mask[g])))
-        return AfterC(code=line.code, select=line.select, margin_on=line.margin_on,
-                      total=line.total, high=line.high, low=line.low, half=line.half,
-                      kept=Groups(kept), count=Groups(counts))
+            even, odd = sums[:_SUM_BITS], sums[_SUM_BITS:]
+            narrow = even + odd
+            wide = Cat(even[:_NIBBLE], odd + even[_NIBBLE:])
+            counts.append(self._wire(Mux(line.wide[g], wide, narrow)[:_COUNT_BITS]))
+            keep.append(self._wire(line.keep_all[g] | (line.pattern_on[g] & line.mask[g])))
+        return dataclasses.replace(line, sums=None, wide=None, keep_all=None, pattern_on=None,
+                                   mask=None, count=Groups(counts), keep=Groups(keep))
 
-    def output(self, line: AfterC) -> CountOut:
-        lanes = []
+    def gates(self, line: CountLine) -> CountLine:
+        margins, positive, kept = [], [], []
         for g, c in enumerate(line.count):
-            code = line.code[g]
-            total = line.total[g]
-            twice = Cat(Const(0, 1), c)                     # 2c
-            a = self._wire(twice - total)                   # 12 bits, two's complement
-            kept = line.kept[g]
+            twice = Cat(Const(0, 1), c)
+            total = line.total_c[g]
+            margins.append(self._wire((twice - total)[:_MARGIN_BITS]))
+            positive.append(self._wire(twice > total))
+            keep = line.keep[g]
             if line.margin_on is not None:
                 # |a| >= T  <=>  2c >= total + T  or  2c <= total - T
                 far = (twice >= line.high[g]) | (twice <= line.low[g].as_signed())
-                kept = kept | (line.margin_on[g] & far)
-            kept = self._wire(kept)
-            pos, neg = self._wire(twice > total), self._wire(twice < total)
-            is_count = code == Format.COUNT
-            is_margin = self._wire(kept & (code == Format.MARGIN))
-            is_sign = self._wire(kept & (code == Format.SIGN))
-            count = Mux(kept, c, line.half[g])
-            upper = self._wire((is_margin & a[-1]) | (is_sign & neg))
+                keep = keep | (line.margin_on[g] & far)
+            kept.append(self._wire(keep))
+        return dataclasses.replace(line, total_c=None, high=None, low=None, margin_on=None,
+                                   keep=None, margin=Groups(margins),
+                                   positive=Groups(positive), kept=Groups(kept))
+
+    def output(self, line: CountLine) -> CountLine:
+        lanes = []
+        for g, (c, a, pos, kept) in enumerate(zip(line.count, line.margin, line.positive,
+                                                  line.kept)):
+            is_count, is_margin, is_sign = (line.is_count[g], line.is_margin[g],
+                                            line.is_sign[g])
+            neg = a[-1]
+            # A forced value as AND/OR logic (see hdl/datapath/steps_full.py).
+            upper = self._wire(kept & ((is_margin & neg) | (is_sign & neg)))
             bits = []
             for j in range(COUNT_LANE_BITS):
-                if j >= len(a):
+                if j >= _MARGIN_BITS:
                     bits.append(upper)
                     continue
                 sign_j = (pos | neg) if j == 0 else neg
-                bit = (is_margin & a[j]) | (is_sign & sign_j)
-                if j < len(c):
-                    bit = bit | (is_count & count[j])
-                bits.append(bit)
+                value = (is_margin & a[j]) | (is_sign & sign_j)
+                if j < _COUNT_BITS:
+                    value = value | (is_count & c[j])
+                    gated = is_count & line.half[g][j] if j < len(line.half[g]) else Const(0)
+                    bits.append((kept & value) | (~kept & gated))
+                else:
+                    bits.append(kept & value)
             lanes.append(Cat(*bits))
-        return CountOut(select=line.select, data=Groups(lanes))
+        return CountLine(select=line.select, out=Groups(lanes))
+
+
+def _run(pipe, line, steps, placement):
+    """The steps with ``placement``'s registers on their boundaries (as
+    :meth:`Pipeline.run` does with the core's)."""
+    stage = 0
+    for boundary, registers in enumerate(placement):
+        for _ in range(registers):
+            line = pipe.register_bundle(line, stage)
+            stage += 1
+        if boundary < len(steps):
+            line = pipe.wire_bundle(steps[boundary](line))
+    return line
 
 
 class _BesideCore(wiring.Component):
@@ -351,19 +373,19 @@ class CountSum(_BesideCore):
                         out_ready=self.o_stream.ready)
         steps = CountSteps(p.line_bits, self._design.profile, pipe.wire)
         i = self.i_stream.payload
-        line = CountIn(
+        line = CountLine(
             mode=i.mode, format=i.format, gate_kind=i.gate_kind, threshold=i.gate_threshold,
             total=i.total, operand=i.operand,
-            # one register per lane for the multiplexer's select
+            # one register per lane for the view's multiplexer
             route=Copies(Cat(i.layout, i.operand) for _ in range(lanes)),
             data=Groups(i.line[g * COUNT_LANE_BITS:(g + 1) * COUNT_LANE_BITS]
                         for g in range(lanes)),
             mask=Groups(i.gate_mask[g] for g in range(lanes)))
-        out: CountOut = pipe.run(line, steps.steps, p.stages)
+        out = _run(pipe, line, steps.steps, COUNT_PLACEMENT[p.stages])
         m.d.comb += [
             self.i_stream.ready.eq(pipe.in_ready),
             self.o_stream.valid.eq(pipe.out_valid),
-            self.o_stream.payload.line.eq(Cat(*out.data)),
+            self.o_stream.payload.line.eq(Cat(*out.out)),
             self.o_stream.payload.select.eq(Cat(*out.select)),
         ]
         return m

@@ -48,16 +48,23 @@ def reference_lane(lane, workers, mode, fmt, gate_kind, mask_bit, threshold):
     """
     w = workers
     c = sum(lane[k].as_unsigned() for k in range(w))        # sign count
-    a = (c * 2).as_signed() - w                              # vote margin
+    value = reference_value(c, w, mode, fmt, gate_kind, mask_bit, threshold)
+    return Mux(mode[1], value.as_unsigned()[:w], lane)
+
+
+def reference_value(c, total, mode, fmt, gate_kind, mask_bit, threshold):
+    """The output value (signed) of a count ``c`` of ``total`` votes under
+    G-Binary or G-Ternary (contract section 2; section 5.3 with a count
+    operand's total), straight from the formulas."""
+    a = (c * 2).as_signed() - total                          # vote margin
     pattern_keep = mask_bit
     margin_keep = Mux(a < 0, -a, a) >= threshold
     gate = Mux(mode == Mode.GBINARY, 1,
                Mux(gate_kind == GateKind.PATTERN, pattern_keep, margin_keep))
-    c_g = Mux(gate, c, w // 2)
+    c_g = Mux(gate, c, total // 2)
     a_g = Mux(gate, a, 0)
     sign = Mux(a_g > 0, 1, Mux(a_g < 0, -1, 0))
-    value = Mux(fmt == Format.COUNT, c_g, Mux(fmt == Format.MARGIN, a_g, sign))
-    return Mux(mode[1], value.as_unsigned()[:w], lane)
+    return Mux(fmt == Format.COUNT, c_g, Mux(fmt == Format.MARGIN, a_g, sign))
 
 
 def config_in_range(workers, fmt, threshold):
@@ -196,9 +203,14 @@ SPECS = {"lane": LaneSpec, "handshake": HandshakeSpec}
 
 def write_job(kind, line_bits, workers, stages):
     """Write ``build/formal/datapath_<kind>_L.._W.._S../`` with the spec as
-    RTLIL and its .sby file; return the folder."""
-    spec = SPECS[kind](line_bits, workers, stages)
-    name = f"datapath_{kind}_L{line_bits}_W{workers}_S{stages}"
+    RTLIL and its .sby file; return the .sby path."""
+    return write_sby(SPECS[kind](line_bits, workers, stages),
+                     f"datapath_{kind}_L{line_bits}_W{workers}_S{stages}")
+
+
+def write_sby(spec, name):
+    """Write ``build/formal/<name>/``: ``spec`` (an elaboratable with a
+    ``depth``) as RTLIL and a BMC job of that depth; return the .sby path."""
     folder = FORMAL_BUILD / name
     if folder.exists():
         shutil.rmtree(folder)

@@ -1,12 +1,17 @@
 """The hierarchy extension in hardware (contract section 5): the CFG check
 of the control registers, and the wrapper of ``hdl/hierarchy.py`` (the
 worker-major permutation, the core and the count-sum unit) against the
-golden model."""
+golden model, in the Amaranth simulator and, exported
+(``neuron_fabric_hierarchy``), under cocotb with Verilator and Icarus
+(``neuron_fabric.sim.tb_hierarchy``); and the count-sum unit's lanes
+formally against contract section 5.3 (``neuron_fabric.sim.formal_hierarchy``)."""
 
 import itertools
+import pathlib
 import random
+import shutil
+import sys
 
-import numpy as np
 import pytest
 from amaranth import Module
 from amaranth.lib import data, wiring
@@ -14,11 +19,13 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from neuron_fabric.hdl.csr import CfgWordLayout, cfg_invalid
-from neuron_fabric.hdl.hierarchy import Hierarchy
-from neuron_fabric.host import golden
-from neuron_fabric.host.facts import (COUNT_LANE_BITS, PROFILES, Format, GateKind, Layout, Mode,
-                                      Operand)
-from neuron_fabric.host.regmap import cfg_check, cfg_encode, count_total_max
+from neuron_fabric.hdl.hierarchy import HIERARCHY_MODULE, Hierarchy
+from neuron_fabric.host.facts import PROFILES, Format, Layout, Mode, Operand
+from neuron_fabric.host.regmap import cfg_check, cfg_encode
+from neuron_fabric.sim import formal_hierarchy
+from neuron_fabric.sim.formal import run_sby
+from neuron_fabric.sim.tb_hierarchy import expected_line, random_line
+from neuron_fabric.sim.toolchain import BUILD, available_simulators, run_cocotb
 
 HIERARCHY = ("hierarchy",)
 
@@ -104,69 +111,6 @@ def test_cfg_invalid_matches_cfg_check(workers, features):
 
 # -- the wrapper: permutation, core and count unit (Amaranth simulator) ----------
 
-def _random_line_config(rng, workers, lanes, count_lanes):
-    """Fields of one line: every operand and layout, mode, format and gate;
-    ``total`` and T mostly in range for the operand, sometimes not."""
-    operand = rng.choice([Operand.SIGNS, Operand.COUNTS4, Operand.COUNTS8])
-    if operand == Operand.SIGNS:
-        total, threshold = 0, rng.randint(0, workers)
-    else:
-        total = rng.randint(1, count_total_max(operand))
-        threshold = rng.randint(0, min(total, 31))
-    cfg = dict(mode=rng.choice(list(Mode)), format=rng.choice(list(Format)),
-               gate_kind=rng.choice(list(GateKind)), gate_threshold=threshold,
-               layout=rng.choice(list(Layout)), operand=operand, total=total,
-               gate_mask=rng.getrandbits(lanes))
-    if rng.random() < 0.05:
-        field, value = rng.choice([("format", 3), ("gate_threshold", 31), ("total", 0),
-                                   ("operand", 3)])
-        cfg[field] = value
-    return cfg
-
-
-def _in_range(cfg, workers):
-    """The line's fields are a CFG value a hierarchy build accepts."""
-    value = cfg_encode(cfg["mode"], cfg["format"], cfg["gate_kind"],
-                       threshold=cfg["gate_threshold"], layout=cfg["layout"],
-                       operand=cfg["operand"], total=cfg["total"])
-    return cfg_check(value, workers, HIERARCHY) is None
-
-
-def expected_line(data, line_bits, workers, cfg, profile):
-    """The golden response to one line (an int), or None where the contract
-    leaves it open (a field out of range in a transforming mode)."""
-    if cfg["mode"] in (Mode.BYPASS, Mode.IDENTITY):
-        return data
-    if not _in_range(cfg, workers):
-        return None
-    fmt, kind, _, _ = profile.effective(cfg["format"], cfg["gate_kind"], 3, 2)
-    lines = golden.lines_from_ints([data], line_bits)
-    if cfg["operand"] == Operand.SIGNS:
-        lanes = line_bits // workers
-        mask = np.array([(cfg["gate_mask"] >> i) & 1 for i in range(lanes)], dtype=bool)
-        out = golden.transform(lines, workers, cfg["mode"], fmt, kind,
-                               threshold=cfg["gate_threshold"], gate_mask=mask,
-                               layout=cfg["layout"])
-    else:
-        lanes = line_bits // COUNT_LANE_BITS
-        mask = np.array([(cfg["gate_mask"] >> i) & 1 for i in range(lanes)], dtype=bool)
-        out = golden.transform_counts(lines, cfg["operand"], cfg["total"], cfg["mode"], fmt,
-                                      kind, threshold=cfg["gate_threshold"], gate_mask=mask,
-                                      layout=cfg["layout"])
-    return golden.lines_to_ints(out)[0]
-
-
-def _tie_lane0(beat, line_bits, rng):
-    """Set ``total`` to twice the count of lane 0 (a = 0 there) when the
-    operand allows it, so that SIGN and the MARGIN gate see a tie."""
-    lines = golden.lines_from_ints([beat["line"]], line_bits)
-    counts = golden.transform_counts(lines, beat["operand"], 1, Mode.GBINARY,
-                                     layout=beat["layout"])
-    total = 2 * int(golden.decode_counts(counts, Format.COUNT)[0])
-    if 1 <= total <= count_total_max(beat["operand"]):
-        beat["total"], beat["gate_threshold"] = total, rng.randint(0, min(total, 31))
-
-
 def run_wrapper(line_bits, workers, stages, profile, n_lines, idle, backpressure, seed):
     """Random lines through :class:`Hierarchy` under ``in_valid`` gaps and
     ``out_ready`` backpressure; return the mismatches (empty when every line
@@ -174,13 +118,7 @@ def run_wrapper(line_bits, workers, stages, profile, n_lines, idle, backpressure
     STAGES edges after it went in when nothing stalled)."""
     rng = random.Random(seed)
     dut = Hierarchy(line_bits=line_bits, workers=workers, stages=stages, profile=profile)
-    lanes = line_bits // workers
-    beats = [dict(_random_line_config(rng, workers, lanes, line_bits // COUNT_LANE_BITS),
-                  line=rng.getrandbits(line_bits), tag=n)
-             for n in range(n_lines)]
-    for beat in beats:
-        if beat["operand"] in (Operand.COUNTS4, Operand.COUNTS8) and rng.random() < 0.3:
-            _tie_lane0(beat, line_bits, rng)
+    beats = [random_line(rng, line_bits, workers) for _ in range(n_lines)]
     errors, accepted, left = [], [], []
 
     async def bench(ctx):
@@ -209,13 +147,13 @@ def run_wrapper(line_bits, workers, stages, profile, n_lines, idle, backpressure
     prof = PROFILES[profile]
     if len(left) != n_lines:
         errors.append(f"{len(left)} of {n_lines} lines came out")
-    for n, (cycle, tag, data) in enumerate(left):
+    for n, (cycle, tag, got) in enumerate(left):
         beat = beats[n]
-        want = expected_line(beat["line"], line_bits, workers, beat, prof)
+        want = expected_line(beat, line_bits, workers, prof)
         if tag != beat["tag"]:
             errors.append(f"line {n}: tag {tag}, expected {beat['tag']}")
-        elif want is not None and data != want:
-            errors.append(f"line {n} {beat}: {data:#x}, expected {want:#x}")
+        elif want is not None and got != want:
+            errors.append(f"line {n} {beat}: {got:#x}, expected {want:#x}")
         if not idle and not backpressure and cycle - accepted[n] != stages:
             errors.append(f"line {n}: latency {cycle - accepted[n]}, STAGES {stages}")
     return errors
@@ -236,3 +174,55 @@ def test_wrapper_against_golden(line_bits, workers, stages, profile, idle, backp
     errors = run_wrapper(line_bits, workers, stages, profile, n_lines, idle, backpressure,
                          seed=line_bits + stages)
     assert not errors, "\n".join(errors[:5])
+
+
+# -- the exported wrapper under cocotb ------------------------------------------
+
+def _export(line_bits, workers, stages, profile, simulator):
+    """The wrapper's Verilog under ``build/hierarchy/<set>/<simulator>/`` (a
+    folder per simulator, so parallel tests never share a file)."""
+    from neuron_fabric.hdl.export import hierarchy_verilog, write_verilog
+    folder = BUILD / "hierarchy" / f"L{line_bits}_W{workers}_S{stages}_{profile}" / simulator
+    return write_verilog(folder / f"{HIERARCHY_MODULE}.v",
+                         hierarchy_verilog(line_bits=line_bits, workers=workers, stages=stages,
+                                           profile=profile))
+
+
+@pytest.mark.parametrize("simulator,line_bits,workers,stages,lines", [
+    ("icarus", 64, 4, 2, 120),
+    ("verilator", 64, 8, 3, 120),
+    pytest.param("icarus", 512, 8, 5, 60, marks=pytest.mark.slow),
+    pytest.param("verilator", 512, 8, 5, 60, marks=pytest.mark.slow),
+])
+def test_exported_wrapper(simulator, line_bits, workers, stages, lines):
+    """The exported wrapper: random lines of every operand and layout under
+    in_valid gaps and out_ready backpressure (four cocotb tests)."""
+    if simulator not in available_simulators():
+        pytest.skip(f"{simulator} is not installed")
+    source = _export(line_bits, workers, stages, "full", simulator)
+    build_dir = (BUILD / "cocotb" / "hierarchy" / f"L{line_bits}_W{workers}_S{stages}"
+                 / simulator)
+    ran = run_cocotb(sources=[source], toplevel=HIERARCHY_MODULE,
+                     test_module="neuron_fabric.sim.tb_hierarchy", simulator=simulator,
+                     build_dir=build_dir,
+                     params=dict(workers=workers, stages=stages, seed=line_bits + stages,
+                                 lines=lines, profile="full"))
+    assert ran == 4
+
+
+# -- formal lane equivalence of the count-sum unit ----------------------------------
+
+@pytest.mark.parametrize("operand,layout", [
+    (Operand.COUNTS4, Layout.ELEMENT_MAJOR),
+    (Operand.COUNTS4, Layout.WORKER_MAJOR),
+    pytest.param(Operand.COUNTS8, Layout.ELEMENT_MAJOR, marks=pytest.mark.slow),
+    pytest.param(Operand.COUNTS8, Layout.WORKER_MAJOR, marks=pytest.mark.slow),
+])
+def test_count_lane_formal(operand, layout):
+    """Every count lane of the unit equals contract section 5.3 for every
+    line, mask and configuration in range, and its select is high exactly
+    for a transformed count line (SymbiYosys, 64-bit lines: two count lanes)."""
+    if shutil.which("yowasp-sby", path=str(pathlib.Path(sys.executable).parent)) is None:
+        pytest.skip("yowasp-sby is not installed")
+    passed, log = run_sby(formal_hierarchy.write_job(64, 4, 1, operand, layout))
+    assert passed, log[-4000:]
