@@ -76,6 +76,8 @@ _SCHEME_LABEL = {
     "dq-grad": "DynamiQ-style gradient sums", "signofmean": "sign of FP32 mean (reference)",
     "fp32": "FP32",
 }
+#: Bits of the DynamiQ-style codes in the timing model (multihop's default).
+TIME_BITS = 4
 
 
 def _say(msg):
@@ -159,13 +161,13 @@ def timing(n=TIME_N, workers=TIME_W, rings=RING_N, trees=TREES):
                  bytes_per_controller=r["bytes_per_controller"],
                  bits_per_step=[x["bits_per_coord"] for x in r["steps"]])
             for s in multihop.TIMED for c in rings
-            for r in [multihop.ring(n, c, workers, s)]]
+            for r in [multihop.ring(n, c, workers, s, TIME_BITS)]]
     tree = [dict(scheme=s, fanin=f, controllers=c, seconds=r["seconds"],
                  bytes_per_parent_link=r["bytes_per_parent_link"],
                  bits_per_level=[x["bits_per_coord"] for x in r["levels"]
                                  if x["phase"] == "reduce"])
             for s in multihop.TIMED for f, c in trees
-            for r in [multihop.tree(n, c, f, workers, s)]]
+            for r in [multihop.tree(n, c, f, workers, s, TIME_BITS)]]
     return dict(n=n, workers=workers, ring=ring, tree=tree)
 
 
@@ -246,6 +248,11 @@ def _table(header, rows):
         ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
 
 
+def _timed(scheme):
+    """The label of a timed scheme."""
+    return _scheme(dict(scheme=scheme, bits=TIME_BITS if scheme.startswith("dq") else None))
+
+
 def _scheme(row):
     label = _SCHEME_LABEL[row["scheme"]]
     return f"{label}, b = {row['bits']}" if row.get("bits") else label
@@ -283,11 +290,11 @@ def _timing_tables(t):
     ms = lambda s: f"{1e3 * s:.2f}"      # noqa: E731
     rings = sorted({r["controllers"] for r in t["ring"]})
     ring = _table(["scheme"] + [f"ring N={c} (ms)" for c in rings],
-                  [[_SCHEME_LABEL[s]] + [ms(r["seconds"]) for r in t["ring"] if r["scheme"] == s]
+                  [[_timed(s)] + [ms(r["seconds"]) for r in t["ring"] if r["scheme"] == s]
                    for s in dict.fromkeys(r["scheme"] for r in t["ring"])])
     trees = list(dict.fromkeys((r["fanin"], r["controllers"]) for r in t["tree"]))
     tree = _table(["scheme"] + [f"tree fan-in {f}, N={c} (ms)" for f, c in trees],
-                  [[_SCHEME_LABEL[s]] + [ms(r["seconds"]) for r in t["tree"] if r["scheme"] == s]
+                  [[_timed(s)] + [ms(r["seconds"]) for r in t["tree"] if r["scheme"] == s]
                    for s in dict.fromkeys(r["scheme"] for r in t["tree"])])
     return ring, tree, _traffic_table(t)
 
@@ -306,7 +313,7 @@ def _traffic_table(t, ring_n=8, tree_at=(8, 64)):
         tree = next(r for r in t["tree"] if r["scheme"] == s
                     and (r["fanin"], r["controllers"]) == tree_at)
         half = len(ring["bits_per_step"]) // 2
-        rows.append([_SCHEME_LABEL[s],
+        rows.append([_timed(s),
                      " / ".join(f"{b:.3g}" for b in ring["bits_per_step"][:half]),
                      f"{ring['bits_per_step'][-1]:.3g}",
                      f"{ring['bytes_per_controller'] / 1e6:.1f}",
@@ -365,11 +372,12 @@ def _plots(out, result):
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for s in dict.fromkeys(r["scheme"] for r in t["ring"]):
         pts = [(r["controllers"], 1e3 * r["seconds"]) for r in t["ring"] if r["scheme"] == s]
-        ax.plot(*zip(*pts), "o-", ms=3, label=_SCHEME_LABEL[s])
+        ax.plot(*zip(*pts), "o-", ms=3, label=_timed(s))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("controllers N in the ring (W 8 workers each)")
     ax.set_ylabel(f"ring All-Reduce time of {t['n']:.2g} coordinates (ms)")
+    ax.set_ylim(top=12 * max(r["seconds"] for r in t["ring"]) * 1e3)    # room for the legend
     paths.append(_save(plt, fig, ax, out / "hierarchy_timing.png"))
 
     settings = result.get("training")
