@@ -295,7 +295,7 @@ def markdown(params=None):
         if reg.kind.startswith("counter"):
             title = title.replace(f"COUNTER{reg.index}", "COUNTERj") + " (j = 0..5)"
         elif reg.name.startswith("REGION"):
-            title = title.replace(f"REGION{reg.index}", "REGIONr") + f" (r = 0..REGIONS-1)"
+            title = title.replace(f"REGION{reg.index}", "REGIONr") + " (r = 0..REGIONS-1)"
         out += [f"### {title}", "", "| bits | field | reset | description |", "|---|---|---|---|"]
         for f in reg.fields:
             reset = f.reset if reg.kind != "const" else f.get(reg.value)

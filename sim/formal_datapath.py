@@ -72,15 +72,25 @@ def config_in_range(workers, fmt, threshold):
     return (fmt != 3) & (threshold <= workers)
 
 
-class LaneSpec(Elaboratable):
-    """Every lane of the core against :func:`reference_lane`."""
+class _CoreSpec(Elaboratable):
+    """A spec around one core, checked from reset (``depth``: BMC cycles)."""
 
     def __init__(self, line_bits, workers, stages):
         self.dut = Datapath(line_bits=line_bits, workers=workers, stages=stages)
 
-    def elaborate(self, platform):
+    def _module(self):
+        """A module holding the core, reset assumed in the first cycle."""
         m = Module()
-        m.submodules.dut = dut = self.dut
+        m.submodules.dut = self.dut
+        m.d.comb += Assume(ResetSignal() == Initial())
+        return m, self.dut
+
+
+class LaneSpec(_CoreSpec):
+    """Every lane of the core against :func:`reference_lane`."""
+
+    def elaborate(self, platform):
+        m, dut = self._module()
         w = dut.workers
         fields = {name: AnyConst(width) for name, width in FIELD_WIDTHS.items()}
         data = AnyConst(dut.line_bits)
@@ -90,7 +100,6 @@ class LaneSpec(Elaboratable):
             dut.i_stream.payload.line.eq(data), dut.i_stream.payload.gate_mask.eq(mask),
             *(dut.i_stream.payload[name].eq(value) for name, value in fields.items()),
         ]
-        m.d.comb += Assume(ResetSignal() == Initial())
         identity = ~fields["mode"][1]
         m.d.comb += Assume(identity | config_in_range(w, fields["format"],
                                                       fields["gate_threshold"]))
@@ -118,18 +127,13 @@ class LaneSpec(Elaboratable):
     depth = property(lambda self: self.dut.stages + 3)
 
 
-class HandshakeSpec(Elaboratable):
+class HandshakeSpec(_CoreSpec):
     """The stall logic against an ideal in-order model of the handshake."""
 
-    def __init__(self, line_bits, workers, stages):
-        self.dut = Datapath(line_bits=line_bits, workers=workers, stages=stages)
-
     def elaborate(self, platform):
-        m = Module()
-        m.submodules.dut = dut = self.dut
+        m, dut = self._module()
         stages = dut.stages
         i, o = dut.i_stream, dut.o_stream
-        m.d.comb += Assume(ResetSignal() == Initial())
 
         n_in = Signal(16)        # lines accepted
         n_out = Signal(16)       # lines delivered

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 from neuron_fabric.host.golden import encode_signs, line_phase, transform
-from neuron_fabric.host.facts import Format, GateKind, Mode, ReqOpcode, RwdOpcode
+from neuron_fabric.host.facts import Format, GateKind, Mode, RwdOpcode
 from neuron_fabric.host.facts import TOP_MODULE
 
 __all__ = ["MODES", "oracle", "main"]

@@ -25,11 +25,12 @@ with the most inputs later than the target period.
                               [--stages 5] [--seed 1] [--jobs N] [--smoke]
 """
 
-import argparse
 import json
 import re
 import statistics
 import sys
+
+from neuron_fabric.host.cli import ArgumentParser
 
 from . import flowlib
 from . import route
@@ -158,7 +159,8 @@ def markdown(rows, notes):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.endpoints",
+                       description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*", help="widths (default: flow.toml's "
                    "stages_width)")
@@ -192,7 +194,7 @@ def main(argv=None):
              "logic, routing; the capture flip-flop's setup not included).  A wide LUT is a "
              "LUT5..LUT7 built from LUT4s and the slice's PFUMX/L6MUX multiplexers; its output "
              "reaches a flip-flop only through routing (the M input).",
-             f"Command: `make endpoints`" + (" (smoke)" if args.smoke else "") + "."]
+             "Command: `make endpoints`" + (" (smoke)" if args.smoke else "") + "."]
     flowlib.REPORTS.mkdir(parents=True, exist_ok=True)
     (flowlib.REPORTS / f"{args.out}.json").write_text(json.dumps(rows, indent=1) + "\n")
     (flowlib.REPORTS / f"{args.out}.md").write_text(markdown(rows, notes))

@@ -209,6 +209,17 @@ def yosys(script, log):
         str(log) + ".out", cwd=BUILD)
 
 
+def yosys_json(vfile, script, config, prefix, name):
+    """Run ``script`` (``{top}`` filled with ``config.module``) on ``vfile`` in
+    a fresh scratch folder (:func:`scratch_dir` with ``prefix``); return the
+    path of the JSON netlist it wrote there as ``name``."""
+    work = scratch_dir(prefix)
+    out = work / name
+    yosys(f"read_verilog {wasi_path(vfile)}; {script.format(top=config.module)}; "
+          f"write_json {wasi_path(out)}", work / "yosys.log")
+    return out
+
+
 # -- netlist analysis ------------------------------------------------------------
 
 def netlist_stats(netlist, module=TOP):
@@ -252,7 +263,6 @@ def logic_depth(netlist, stages, weight=None, module=TOP):
             if dirs[port] == "output":
                 for b in bits:
                     driver[b] = cell
-    depth_of_bit = {}
     cell_depth = {}
 
     def bit_depth(bit):

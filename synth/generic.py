@@ -14,10 +14,11 @@ cache under ``build/cache/generic`` (the GE model reads them).
     python -m neuron_fabric.synth.generic [--jobs N] [--line-bits 64 ...] [--profiles full ...]
 """
 
-import argparse
 import json
 import pathlib
 import sys
+
+from neuron_fabric.host.cli import ArgumentParser
 
 from . import flowlib
 from .flowlib import Config
@@ -39,11 +40,7 @@ def synthesize(config, vfile, script, version):
         (flowlib.CACHE / "generic" / f"{key}.json").unlink(missing_ok=True)
 
     def compute():
-        work = flowlib.scratch_dir(f"{config.name}-")
-        out = work / "netlist.json"
-        flowlib.yosys(f"read_verilog {flowlib.wasi_path(vfile)}; "
-                      f"{script.format(top=config.module)}; "
-                      f"write_json {flowlib.wasi_path(out)}", work / "yosys.log")
+        out = flowlib.yosys_json(vfile, script, config, f"{config.name}-", "netlist.json")
         netlist = json.loads(out.read_text())
         netlist_path(key).parent.mkdir(parents=True, exist_ok=True)
         out.replace(netlist_path(key))
@@ -92,7 +89,8 @@ def feature_rows(rows_by_name):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.generic",
+                       description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*",
                    help="only these widths (at the width-sweep STAGES); smoke runs")

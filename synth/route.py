@@ -15,12 +15,12 @@ versions) are unchanged.
                           [--top] [--seeds 1 ...] [--smoke]
 """
 
-import argparse
 import json
 import pathlib
 import statistics
 import sys
 
+from neuron_fabric.host.cli import ArgumentParser
 from neuron_fabric.host.facts import TOP_MODULE
 
 from . import flowlib
@@ -39,11 +39,8 @@ def ecp5_netlist(config, vfile, ecfg, version):
     path = flowlib.CACHE / "ecp5" / f"{key}.json"
 
     def compute():
-        work = flowlib.scratch_dir(f"ecp5-{config.name}-")
-        out = work / "ecp5.json"
-        flowlib.yosys(f"read_verilog {flowlib.wasi_path(vfile)}; "
-                      f"{ecfg['synth'].format(top=config.module)}; "
-                      f"write_json {flowlib.wasi_path(out)}", work / "yosys.log")
+        out = flowlib.yosys_json(vfile, ecfg["synth"], config, f"ecp5-{config.name}-",
+                                 "ecp5.json")
         path.parent.mkdir(parents=True, exist_ok=True)
         out.replace(path)
         cells = json.loads(path.read_text())["modules"][config.module]["cells"].values()
@@ -137,7 +134,8 @@ def summarize(rows):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.route",
+                       description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*", help="only these widths")
     p.add_argument("--stages", type=int, nargs="*", help="only these STAGES (with --line-bits)")
@@ -200,7 +198,7 @@ def main(argv=None):
              f"{' '.join(ecfg.get('nextpnr_args', []))} "
              f"({pnr_version}); Yosys `{ecfg['synth']}`. Fmax per seed; `lut4` and `ff` "
              "count the synth_ecp5 netlist, `comb_used`/`ff_used` nextpnr's packed "
-             "utilization.", f"Command: `make route`" + (" (smoke)" if args.smoke else "") + "."]
+             "utilization.", "Command: `make route`" + (" (smoke)" if args.smoke else "") + "."]
     summary = summarize(rows)
     flowlib.write_rows(args.out, rows, SEED_COLUMNS, "ECP5 out-of-context route, per seed",
                        notes)

@@ -29,15 +29,15 @@ default configuration, beside the GE proxy.
                                         [--profiles ...] [--no-top]
 """
 
-import argparse
 import functools
 import json
-import pathlib
 import re
 import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass
+
+from neuron_fabric.host.cli import ArgumentParser
 
 from . import flowlib
 from .flowlib import Config
@@ -509,7 +509,8 @@ def notes():
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.sky130",
+                       description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*", help="only these widths")
     p.add_argument("--profiles", nargs="*", help="only these profiles")

@@ -17,11 +17,11 @@ work.  Writes ``build/reports/summary.{md,json}`` and prints the Markdown.
         [--line-bits 64] [--profiles paper] [--no-top] [--smoke]   (smoke runs)
 """
 
-import argparse
 import json
 import sys
 import time
 
+from neuron_fabric.host.cli import ArgumentParser
 from neuron_fabric.host.facts import DEFAULTS, TOP_MODULE
 
 from . import flowlib, generic, ge, route, sky130
@@ -167,7 +167,8 @@ def markdown(figures, configs, seed, smoke, seconds):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.summary",
+                       description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--seed", type=int, help="route seed (default: flow.toml's first)")
     p.add_argument("--line-bits", type=int, default=DEFAULTS["line_bits"])

@@ -4,7 +4,6 @@ folder.  Sanity only; the targets are measured by `make route`."""
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
 

@@ -4,7 +4,6 @@ reports folder.  Sanity only; the targets are measured by `make report`."""
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
 
