@@ -20,10 +20,10 @@ from amaranth import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.regmap import (ADDR_BITS, CFG_ENABLE, CFG_FIELDS, CXL_ADDR_BITS, DATA_BITS,
-                                       RegisterMap, STATUS_BITS)
+from neuron_fabric.host.regmap import (ADDR_BITS, CFG_ENABLE, CFG_FIELDS, COUNTERS, CXL_ADDR_BITS,
+                                       DATA_BITS, RegisterMap, STATUS_BITS)
 from .bus import AXI4LiteSignature, OKAY, SLVERR
-from .counter import SplitCounter
+from .counter import CarryResolve, DigitCounter
 
 __all__ = ["CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "EventSignature",
            "ControlRegisters"]
@@ -36,8 +36,6 @@ CfgWordLayout = data.FlexibleLayout(DATA_BITS, {
 CfgLayout = data.StructLayout({f.name: f.width for f in CFG_FIELDS})
 
 _ADDR_KINDS = ("base_lo", "base_hi", "limit_lo", "limit_hi")
-#: Registers OR-ed together in the first level of the read multiplexer.
-_READ_GROUP = 8
 
 
 def RegionLayout(addr_bits):
@@ -122,7 +120,7 @@ class ControlRegisters(wiring.Component):
         store = {reg.name: Signal(DATA_BITS, name=reg.name.lower(), init=reg.reset)
                  for reg in regs if reg.kind == "cfg" or reg.kind in _ADDR_KINDS}
         status = Signal(len(STATUS_BITS))
-        counters = [SplitCounter(name=f"counter{j}") for j in range(6)]
+        counters = [DigitCounter(digit=_DIGIT, name=f"counter{j}") for j in range(len(COUNTERS))]
         for j, counter in enumerate(counters):
             m.submodules[f"counter{j}"] = counter
         self._outputs(m, store)
@@ -133,11 +131,12 @@ class ControlRegisters(wiring.Component):
         set_q = Signal(4)
         inc_q = Signal(5)
         err_q = Signal(3)
-        m.d.sync += [set_q.eq(ev.status_set), inc_q.eq(ev.count_inc), err_q.eq(ev.error_count)]
+        m.d.sync += [set_q.eq(ev.status_set), inc_q.eq(ev.count_inc),
+                     err_q.eq(ev.error_count + bad_event)]
         m.d.sync += status.eq((status & ~clear) | Cat(set_q, bad_event))
         for j in range(5):
             m.d.comb += counters[j].inc.eq(inc_q[j])
-        m.d.comb += counters[5].inc.eq(err_q + bad_event)
+        m.d.comb += counters[5].inc.eq(err_q)
         return m
 
     def _outputs(self, m, store):
@@ -158,9 +157,19 @@ class ControlRegisters(wiring.Component):
             ]
 
     def _decode(self, m, addr, name):
-        """Registered one-hot select of the register at ``addr`` (word address)."""
+        """One-hot select of the register at ``addr`` (a word address), valid
+        two cycles after ``addr``: the low bits and the rest each decoded into
+        a registered one-hot, then their AND, registered."""
+        words = [reg.offset >> 2 for reg in self._map.registers]
+        parts = []
+        for key, bits in ((lambda w: w >> _LOW_BITS, addr[_LOW_BITS:]),
+                          (lambda w: w & ((1 << _LOW_BITS) - 1), addr[:_LOW_BITS])):
+            hot = {v: Signal(name=f"{name}_{'hi' if not parts else 'lo'}{v}")
+                   for v in sorted({key(w) for w in words})}
+            m.d.sync += [q.eq(bits == v) for v, q in hot.items()]
+            parts.append((key, hot))
         sel = [Signal(name=f"{name}_{reg.name.lower()}") for reg in self._map.registers]
-        m.d.sync += [s.eq(addr == reg.offset >> 2) for s, reg in zip(sel, self._map.registers)]
+        m.d.sync += [s.eq(_and(hot[key(w)] for key, hot in parts)) for s, w in zip(sel, words)]
         return sel
 
     def _write(self, m, regs, store):
@@ -170,9 +179,13 @@ class ControlRegisters(wiring.Component):
         w_data = Signal(DATA_BITS, reset_less=True)
         w_strb = Signal(DATA_BITS // 8)
         bresp = Signal(2)
-        # One flip-flop per step: decode, fetch the old CFG fields, check, wait, commit.
-        decode, fetch, check, wait, commit = (Signal(name=f"csr_w_{n}") for n in
-                                              ("decode", "fetch", "check", "wait", "commit"))
+        # One flip-flop per step: predecode and decode the address, fetch the
+        # old CFG fields, merge the written bytes, check (high until the
+        # request pipeline is idle), and commit (registers written, BVALID
+        # set).
+        steps = [Signal(name=f"csr_w_{n}")
+                 for n in ("predecode", "decode", "fetch", "merge", "check", "commit")]
+        predecode, decode, fetch, merge, check, commit = steps
         m.d.comb += [
             bus.awready.eq(~aw_full), bus.wready.eq(~w_full),
             bus.bvalid.eq(bvalid), bus.bresp.eq(bresp),
@@ -185,92 +198,173 @@ class ControlRegisters(wiring.Component):
             m.d.sync += bvalid.eq(0)
 
         held = aw_full & w_full
-        start = held & ~(decode | fetch | check | wait | commit)
-        go = self.config.idle & ~bvalid
+        # a write starts once the previous one is done and its response taken
+        start = held & ~bvalid & ~Cat(*steps).any()
+        go = check & self.config.idle
         sel = self._decode(m, aw_addr, "wsel")
         m.d.comb += self.config.hold.eq(held)
-        m.d.sync += [decode.eq(start), fetch.eq(decode), check.eq(fetch),
-                     wait.eq((check | wait) & held & ~go),
-                     commit.eq((check | wait) & held & go)]
+        # (aw_full and w_full stay set from predecode to commit)
+        m.d.sync += [predecode.eq(start), decode.eq(predecode), fetch.eq(decode),
+                     merge.eq(fetch), check.eq((merge | (check & ~self.config.idle)) & held & ~bvalid),
+                     commit.eq(go)]
 
-        # fetch: the old CFG fields of the selected register, and what kind it is
-        cfg_sel = [(s, store[r.name]) for s, r in zip(sel, regs) if r.kind == "cfg"]
-        old = Signal(DATA_BITS)
-        is_cfg, writable = Signal(), Signal()
-        m.d.sync += [
-            old.eq(_one_hot_or(cfg_sel)),
-            is_cfg.eq(_any(s for s, _ in cfg_sel)),
-            writable.eq(_any(s for s, r in zip(sel, regs)
-                             if r.kind == "cfg" or r.kind == "status" or r.kind in _ADDR_KINDS)),
-        ]
-        # check: contract 4.4 on the value the write would produce
+        # fetch: the old CFG fields of the selected register, whether it is a
+        # CFG register, and which group of writable registers holds it
+        # (partial ORs, registered; ORed in the next step)
+        writable = [(s, r) for s, r in zip(sel, regs)
+                    if r.kind == "cfg" or r.kind == "status" or r.kind in _ADDR_KINDS]
+        cfg_old = _gather(m, [(s, store[r.name]) for s, r in zip(sel, regs) if r.kind == "cfg"],
+                          "csr_w_old")
+        is_cfg = _gather(m, [(s, Const(1, 1)) for s, r in zip(sel, regs) if r.kind == "cfg"],
+                         "csr_w_is_cfg", _LATER_GROUP)
+        group_sel = _gather(m, [(s, Const(1, 1)) for s, _ in writable], "csr_w_group")
+        any_group = _gather(m, [(None, q) for q in group_sel], "csr_w_groups", _LATER_GROUP)
         byte_mask = Cat(w_strb[i].replicate(8) for i in range(DATA_BITS // 8))
-        merged = data.View(CfgWordLayout, (old & ~byte_mask) | (w_data & byte_mask))
+        # the bytes each register would take, registered
+        wen = {r.name: Signal(len(w_strb), name=f"csr_w_en_{r.name.lower()}")
+               for _, r in writable}
+        m.d.sync += [wen[r.name].eq(w_strb & s.replicate(len(w_strb))) for s, r in writable]
+        status_sel = next(s for s, r in writable if r.kind == "status")
+        clear_q = Signal(len(STATUS_BITS))
+        m.d.sync += clear_q.eq((w_data & byte_mask & status_sel.replicate(DATA_BITS))
+                               [:len(STATUS_BITS)])
+        # merge: the value the write would produce
+        merged = Signal(CfgWordLayout)
+        cfg_q, writable_q = Signal(), Signal()
+        m.d.sync += [merged.eq((_or(cfg_old) & ~byte_mask) | (w_data & byte_mask)),
+                     cfg_q.eq(_or(is_cfg)), writable_q.eq(_or(any_group))]
+        # check: contract 4.4 on that value (a register that is not writable
+        # has no group enable, so only the response sees ``writable_q``)
         bad = Signal()
-        with m.If(fetch):
-            m.d.sync += bad.eq(~writable | (is_cfg & cfg_invalid(merged, self._params.workers)))
+        m.d.sync += bad.eq(cfg_q & cfg_invalid(merged, self._params.workers))
+        refused = bad | ~writable_q
 
-        clear = Signal(len(STATUS_BITS))
+        # commit: one registered write enable per group of registers, so that
+        # no single net enables every byte of the region table
+        applies = [Signal(name=f"csr_w_apply{g}") for g in range(len(group_sel))]
+        m.d.sync += [a.eq(go & ~bad & q) for a, q in zip(applies, group_sel)]
         with m.If(commit):
-            m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1),
-                         bresp.eq(_resp(bad))]
-            for s, reg in zip(sel, regs):
+            m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1), bresp.eq(_resp(refused))]
+        clear = Signal(len(STATUS_BITS))
+        for en, group in zip(applies, _groups(writable)):
+            for s, reg in group:
                 if reg.kind == "status":
-                    with m.If(s):
-                        m.d.comb += clear.eq((w_data & byte_mask)[:len(STATUS_BITS)])
-                elif reg.kind == "cfg" or reg.kind in _ADDR_KINDS:
-                    self._store_bytes(m, store[reg.name], reg.writable_mask, s & ~bad,
-                                      w_data, w_strb)
+                    m.d.comb += clear.eq(clear_q & en.replicate(len(clear)))
+                else:
+                    self._store_bytes(m, store[reg.name], reg.writable_mask, en, w_data,
+                                      wen[reg.name])
         bad_event = Signal()
-        m.d.comb += bad_event.eq(commit & bad)
+        m.d.sync += bad_event.eq(go & refused)
         return bad_event, clear
 
     @staticmethod
-    def _store_bytes(m, reg, writable, en, w_data, w_strb):
+    def _store_bytes(m, reg, writable, en, w_data, bytes_en):
         for b in range(DATA_BITS // 8):
-            with m.If(en & w_strb[b]):
+            with m.If(en & bytes_en[b]):
                 m.d.sync += reg[8 * b:8 * b + 8].eq((w_data & writable)[8 * b:8 * b + 8])
 
     def _read(self, m, regs, store, status, counters):
         bus = self.bus
-        busy, gather, finish, rvalid = Signal(), Signal(), Signal(), Signal()
+        busy, rvalid = Signal(), Signal()
         ar_addr = Signal(ADDR_BITS - 2)
         rdata = Signal(DATA_BITS)
         rresp = Signal(2)
         m.d.comb += [bus.arready.eq(~busy), bus.rvalid.eq(rvalid), bus.rdata.eq(rdata),
                      bus.rresp.eq(rresp)]
-        decoded = Signal()
         with m.If(bus.arvalid & ~busy):
             m.d.sync += [busy.eq(1), ar_addr.eq(bus.araddr[2:])]
-        m.d.sync += [decoded.eq(bus.arvalid & ~busy), gather.eq(decoded), finish.eq(gather)]
+        resolve = CarryResolve(digit=_DIGIT)
+        m.submodules.counter_resolve = resolve
+        lo_steps = DATA_BITS // len(resolve.state[0].digit) - 1
+        # stage[k] is high k + 1 cycles after the AR handshake: ar_addr in
+        # stage 0, the one-hot select from _SEL, the counter's state from
+        # _SEL + 2, settled[k] from _SEL + 2 + k; the register data's OR tree
+        # ends as LO settles.
+        stage = Signal(_SEL + 2 + resolve.steps)
+        levels = 2 + lo_steps
+        m.d.sync += stage.eq(Cat(bus.arvalid & ~busy, stage[:-1]))
         sel = self._decode(m, ar_addr, "rsel")
 
-        snapshots = [Signal(DATA_BITS, name=f"counter{j}_hi_snap") for j in range(6)]
+        # Counters: the selected counter's state, captured in one cycle, then
+        # settled a digit per cycle; LO when bits [31:0] are final, the HI
+        # snapshot once all are (before the next read can look at it).
+        lo_sel = [(s, r.index) for s, r in zip(sel, regs) if r.kind == "counter_lo"]
+        state = _gather(m, [(s, counters[j].state.as_value()) for s, j in lo_sel],
+                        "csr_rd_count")
+        m.d.sync += resolve.state.eq(_or(state))
+        snapshots = [Signal(DATA_BITS, name=f"counter{j}_hi_snap") for j in range(len(counters))]
+        for s, j in lo_sel:
+            take = Signal(name=f"counter{j}_hi_take")
+            m.d.sync += take.eq(stage[_SEL + 1 + resolve.steps] & s)
+            with m.If(take):
+                m.d.sync += snapshots[j].eq(resolve.settled[resolve.steps][DATA_BITS:])
+        lo_hit = _tree(m, [(s, Const(1, 1)) for s, _ in lo_sel], "csr_rd_lo", levels - 1)
+
         sources = []
         for s, reg in zip(sel, regs):
             if reg.kind == "const":
-                value = Const(reg.value, DATA_BITS)
+                sources.append((s, Const(reg.value, DATA_BITS)))
             elif reg.kind == "status":
-                value = status
-            elif reg.kind == "counter_lo":
-                value = counters[reg.index].lo
-                with m.If(gather & s):
-                    m.d.sync += snapshots[reg.index].eq(counters[reg.index].hi_now)
+                sources.append((s, status))
             elif reg.kind == "counter_hi":
-                value = snapshots[reg.index]
-            else:
-                value = store[reg.name]
-            sources.append((s, value))
-        groups = [sources[i:i + _READ_GROUP] for i in range(0, len(sources), _READ_GROUP)]
-        partial = [Signal(DATA_BITS, name=f"csr_rd_part{i}") for i in range(len(groups))]
-        hit = Signal()
-        m.d.sync += [q.eq(_one_hot_or(g)) for q, g in zip(partial, groups)]
-        m.d.sync += hit.eq(_any(s for s, _ in sources))
-        with m.If(finish & busy & ~rvalid):
-            m.d.sync += [rvalid.eq(1), rdata.eq(_one_hot_or([(None, q) for q in partial])),
-                         rresp.eq(_resp(~hit))]
+                sources.append((s, snapshots[reg.index]))
+            elif reg.kind != "counter_lo":
+                sources.append((s, store[reg.name]))
+        partial = _tree(m, sources, "csr_rd_part", levels)
+        hit = _tree(m, [(s, Const(1, 1)) for s, _ in sources + lo_sel], "csr_rd_hit", levels)
+        load = Signal()
+        m.d.sync += load.eq(stage[_SEL + levels - 1] & busy & ~rvalid)
+        lo_value = resolve.settled[lo_steps][:DATA_BITS]
+        with m.If(load):
+            m.d.sync += [rvalid.eq(1),
+                         rdata.eq(_or(partial) | (lo_value & _or(lo_hit).replicate(DATA_BITS))),
+                         rresp.eq(_resp(~_or(hit)))]
         with m.If(rvalid & bus.rready):
             m.d.sync += [rvalid.eq(0), busy.eq(0)]
+
+
+#: Width of a counter digit: the longest carry chain of the counters.
+_DIGIT = 8
+#: Word-address bits decoded apart from the others (a region's eight words).
+_LOW_BITS = 3
+#: Read stage in which the one-hot select is valid (see ``_decode``).
+_SEL = 2
+#: Pairs AND-ORed together in the first registered level of a one-hot
+#: multiplexer (one LUT4), and partial results ORed in each later level.
+_GROUP = 2
+_LATER_GROUP = 4
+
+
+def _groups(items, group=_GROUP):
+    return [items[i:i + group] for i in range(0, len(items), group)]
+
+
+def _gather(m, pairs, name, group=_GROUP):
+    """A registered level of a one-hot multiplexer: the OR of ``value &
+    select`` over each :func:`_groups` of ``(select, value)`` pairs (``None``
+    selects always); :func:`_or` of the result (one cycle later) is the
+    selected value."""
+    width = max((len(v) for _, v in pairs), default=1)
+    out = [Signal(width, name=f"{name}{i}") for i in range(len(_groups(pairs, group)))]
+    m.d.sync += [q.eq(_one_hot_or(g, width)) for q, g in zip(out, _groups(pairs, group))]
+    return out
+
+
+def _tree(m, pairs, name, levels):
+    """``levels`` registered levels of a one-hot multiplexer (:func:`_gather`
+    first, then ORs of :data:`_LATER_GROUP` partial results); :func:`_or` of
+    the result is the selected value, ``levels`` cycles after the selects."""
+    out = _gather(m, pairs, f"{name}_l1")
+    for level in range(2, levels + 1):
+        out = _gather(m, [(None, q) for q in out], f"{name}_l{level}", _LATER_GROUP)
+    return out
+
+
+def _and(bits):
+    out = Const(1, 1)
+    for b in bits:
+        out = out & b
+    return out
 
 
 def _resp(error):
@@ -279,14 +373,17 @@ def _resp(error):
     return Cat(Const(0, 1), error)
 
 
-def _any(bits):
-    bits = list(bits)
-    return Cat(*bits).any() if bits else Const(0, 1)
+def _or(values):
+    """OR of ``values`` (0 when there are none)."""
+    out = Const(0, 1)
+    for v in values:
+        out = out | v
+    return out
 
 
-def _one_hot_or(pairs):
+def _one_hot_or(pairs, width=DATA_BITS):
     """OR of ``value`` over ``(select, value)`` pairs (selects one-hot)."""
-    out = Const(0, DATA_BITS)
+    out = Const(0, width)
     for s, value in pairs:
-        out = out | (value if s is None else value & s.replicate(DATA_BITS))
+        out = out | (value if s is None else value & s.replicate(width))
     return out

@@ -1,5 +1,5 @@
 """Amaranth-simulator tests of the top's blocks, each against an independent
-oracle: the bus signatures, the split counter (a Python integer), the
+oracle: the bus signatures, the counter and its resolve pipeline (a Python integer), the
 request pipeline (the golden model's gate pattern and the region rule of
 contract 4.3 written out in Python), the control registers (the register map),
 the write path and the NDR arbiter (every tag once, in the right place)."""
@@ -7,10 +7,11 @@ the write path and the NDR arbiter (every tag once, in the right place)."""
 import random
 
 import pytest
+from amaranth import Module
 from amaranth.sim import Simulator
 
 from neuron_fabric.hdl.bus import AXI4LiteSignature, AXI4Signature
-from neuron_fabric.hdl.counter import SplitCounter
+from neuron_fabric.hdl.counter import CarryResolve, DigitCounter
 from neuron_fabric.hdl.csr import ControlRegisters
 from neuron_fabric.hdl.ndr import NdrArbiter
 from neuron_fabric.hdl.request import Kind, RequestPipeline
@@ -42,20 +43,30 @@ def test_bus_signatures_compare_by_widths():
         AXI4Signature(addr_width=52, data_width=512, id_width=0)
 
 
-def test_split_counter_reads_one_consistent_value():
-    dut = SplitCounter(half=4)
+def test_counter_state_settles_to_the_running_total():
+    """Every cycle's counter state, settled by the resolve pipeline, is the
+    number of events counted so far (mod 2^16 here: 4-bit digits)."""
+    m = Module()
+    m.submodules.counter = counter = DigitCounter(width=16, digit=4)
+    m.submodules.resolve = resolve = CarryResolve(width=16, digit=4)
+    m.d.comb += resolve.state.eq(counter.state)
     rng = random.Random(1)
 
     async def bench(ctx):
-        total = 0
-        for _ in range(300):
-            inc = rng.choice([0, 1, 5, 7])
-            ctx.set(dut.inc, inc)
+        totals = [0]
+        for _ in range(600):
+            inc = rng.choice([0, 1, 5, 7, 7, 7])
+            ctx.set(counter.inc, inc)
             await ctx.tick()
-            total += inc
-            assert (ctx.get(dut.hi_now) << 4 | ctx.get(dut.lo)) == total % 256
+            totals.append(totals[-1] + inc)
+            for k in range(resolve.steps + 1):
+                if len(totals) > k:
+                    settled = ctx.get(resolve.settled[k])
+                    bits = 4 * (k + 1)
+                    assert settled % (1 << bits) == totals[-1 - k] % (1 << bits)
+        assert ctx.get(resolve.settled[resolve.steps]) == totals[-1 - resolve.steps] % (1 << 16)
 
-    simulate(dut, bench)
+    simulate(m, bench)
 
 
 def _region_rule(addr, regions, default):
