@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
-           "devload_level", "response_members"]
+           "devload_level", "response_members", "ReadAllocSignature"]
 
 
 class IdPool(wiring.Component):
@@ -89,6 +89,13 @@ def response_members(params, channel, entry_shape, err, data_bits=0):
             "devload": In(2), err: Out(1)}
 
 
+def ReadAllocSignature(id_bits, entry_shape):
+    """Taking a read's ID (``take``, ``id``) and, some cycles later, filling
+    its entry (``fill``, ``fill_id``, ``entry``), seen from the requester."""
+    return wiring.Signature({"take": Out(1), "id": In(id_bits), "fill": Out(1),
+                             "fill_id": Out(id_bits), "entry": Out(entry_shape)})
+
+
 def ReserveSignature():
     """Reserving a place for a read when the request is accepted (seen from
     the requester): ``room`` says whether a read may be reserved in the next
@@ -127,7 +134,9 @@ class InFlightTable(wiring.Component):
     Members
     -------
     read_reserve : In(ReserveSignature())
-    read_alloc, write_alloc : In(AllocSignature(...))
+    read_alloc : In(ReadAllocSignature(...))
+        A read's entry is filled after its ID is taken, before its lookup.
+    write_alloc : In(AllocSignature(...))
     read_lookup, write_lookup : In(LookupSignature(...))
     devload : Out(2)
         Registered load level (contract 4.2; thresholds in :func:`devload_level`).
@@ -138,7 +147,7 @@ class InFlightTable(wiring.Component):
         idw = params.id_bits
         super().__init__({
             "read_reserve": In(ReserveSignature()),
-            "read_alloc": In(AllocSignature(idw, read_entry)),
+            "read_alloc": In(ReadAllocSignature(idw, read_entry)),
             "write_alloc": In(AllocSignature(idw, write_entry)),
             "read_lookup": In(LookupSignature(idw, read_entry)),
             "write_lookup": In(LookupSignature(idw, write_entry)),
@@ -156,10 +165,12 @@ class InFlightTable(wiring.Component):
             table = m.submodules[f"{name}_table"] = Memory(
                 shape=alloc.entry.shape(), depth=n, init=[])
             wr, rd = table.write_port(), table.read_port(domain="sync")
+            fill = alloc.fill if name == "read" else alloc.take
+            fill_id = alloc.fill_id if name == "read" else pool.alloc_id
             m.d.comb += [
                 alloc.id.eq(pool.alloc_id),
                 pool.alloc.eq(alloc.take),
-                wr.en.eq(alloc.take), wr.addr.eq(pool.alloc_id), wr.data.eq(alloc.entry),
+                wr.en.eq(fill), wr.addr.eq(fill_id), wr.data.eq(alloc.entry),
                 rd.addr.eq(lookup.id), lookup.entry.eq(rd.data),
             ]
             # Give the ID back a cycle after its entry was read.
@@ -168,7 +179,7 @@ class InFlightTable(wiring.Component):
             m.d.comb += [pool.free.eq(free), pool.free_id.eq(free_id)]
             sides[name] = (pool, free)
 
-        (rpool, r_free), (wpool, w_free) = sides["read"], sides["write"]
+        (_, r_free), (wpool, w_free) = sides["read"], sides["write"]
         occupied = Signal(range(n + 1))
         room1, room2 = Signal(), Signal()
         room_next = Signal()
@@ -189,7 +200,6 @@ class InFlightTable(wiring.Component):
                                                                       Mux(4 * nxt >= n, 1, 0))))]
         m.d.comb += [
             self.read_reserve.room.eq(room_next),
-            self.read_alloc.ok.eq(rpool.alloc_ok),
             self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_reserve.take, room2, room1)),
         ]
         return m

@@ -1,6 +1,6 @@
-"""Read issue: takes classified requests from the request pipeline, gives
-each read an AXI ID and an in-flight entry and queues its AR beat; queues
-the Cmp completions of MemInv and unsupported opcodes; drops MemSpecRd."""
+"""Read issue: takes classified requests from the request pipeline and
+queues each read's AR beat (its ID came with it); queues the Cmp
+completions of MemInv and unsupported opcodes; drops MemSpecRd."""
 
 from amaranth import Cat, Module, Signal
 from amaranth.lib import stream, wiring
@@ -8,16 +8,9 @@ from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CXL_ADDR_BITS, Mode
-from .inflight import AllocSignature
-from .request import Kind, RequestLayout
+from .request import Kind, ReadEntryLayout, RequestLayout
 
 __all__ = ["ReadIssue", "ReadEntryLayout"]
-
-
-def ReadEntryLayout(params):
-    """What the in-flight table remembers of a read."""
-    layout = RequestLayout(params)
-    return type(layout)({"tag": 16, "cfg": layout["cfg"].shape, "mask": params.lanes})
 
 
 class ReadIssue(wiring.Component):
@@ -30,8 +23,6 @@ class ReadIssue(wiring.Component):
     Members
     -------
     requests : In(stream.Signature(RequestLayout(params)))
-    alloc : Out(AllocSignature(...))
-        The read side of the in-flight table.
     ar_id, ar_addr, ar_valid, ar_ready :
         The AR beat (line address; the top shifts it to a byte address).
     completions : Out(stream.Signature(16))
@@ -47,7 +38,6 @@ class ReadIssue(wiring.Component):
         idw = params.id_bits
         super().__init__({
             "requests": In(stream.Signature(RequestLayout(params))),
-            "alloc": Out(AllocSignature(idw, ReadEntryLayout(params))),
             "ar_id": Out(idw), "ar_addr": Out(CXL_ADDR_BITS - params.offset_bits),
             "ar_valid": Out(1), "ar_ready": In(1),
             "completions": Out(stream.Signature(16)),
@@ -64,19 +54,15 @@ class ReadIssue(wiring.Component):
         is_cmp = (head.kind == Kind.CMP) | (head.kind == Kind.UNSUPPORTED)
         take = Signal()
         m.d.comb += [
-            take.eq(self.requests.valid & is_read & self.alloc.ok & arq.w_rdy),
-            self.alloc.take.eq(take),
-            self.alloc.entry.tag.eq(head.tag),
-            self.alloc.entry.cfg.eq(head.cfg),
-            self.alloc.entry.mask.eq(head.mask),
+            take.eq(self.requests.valid & is_read & arq.w_rdy),
             arq.w_en.eq(take),
-            arq.w_data.eq(Cat(self.alloc.id, head.addr)),
+            arq.w_data.eq(Cat(head.id, head.addr)),
             cmpq.w_en.eq(self.requests.valid & is_cmp),
             cmpq.w_data.eq(head.tag),
             self.requests.ready.eq(take | (is_cmp & cmpq.w_rdy) | (head.kind == Kind.DROP)),
             self.unsupported.eq(self.requests.valid & (head.kind == Kind.UNSUPPORTED)
                                 & cmpq.w_rdy),
-            self.reads.eq(Cat(*(take & (head.cfg.mode == mode) for mode in Mode))),
+            self.reads.eq(Cat(*(take & (head.mode == mode) for mode in Mode))),
             self.ar_valid.eq(arq.r_rdy),
             self.ar_id.eq(arq.r_data[:idw]),
             self.ar_addr.eq(arq.r_data[idw:]),

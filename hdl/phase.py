@@ -24,7 +24,7 @@ from amaranth import Cat, Const, Signal
 
 __all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "tree_levels", "phase_candidates",
            "phase_lookup", "phase_reference",
-           "pattern_table", "gate_mask"]
+           "keep_below", "pattern_table", "gate_mask"]
 
 #: Moduli whose residues the trees compute.
 MODULI = (5, 7, 9, 11, 13)
@@ -124,18 +124,30 @@ def phase_lookup(period, candidates):
     return Cat(*candidates).word_select(period, 4)
 
 
-def pattern_table(period, keep, lanes):
+def keep_below(keep):
+    """First step of the run-time pattern table: bit ``r`` = ``r < K`` for
+    ``r`` in 0..14 (each bit a function of K alone)."""
+    return Cat(*(keep > r for r in range(PERIOD_MAX)))
+
+
+def pattern_table(period, keep, lanes, below=None):
     """``T[u] = (u mod P) < K`` for ``u`` in ``0 .. E + 14``, for a run-time
     P in 1..15 and K in 0..P (``period``, ``keep``: Values); with ints, the
-    constant table of a fixed pattern."""
+    constant table of a fixed pattern.  Given ``below`` (:func:`keep_below`
+    of K, registered by the caller), each bit is one of its bits chosen by P
+    (a 16:1 choice) and ``keep`` is not used; without, each bit is a
+    function of P and K."""
     length = lanes + _PHASES - 1
     if isinstance(period, int):
         return Const(sum(1 << u for u in range(length) if u % period < keep), length)
-    bits = []
-    for u in range(length):
-        residues = Cat(*(Const(u % q if q else 0, 4) for q in range(PERIOD_MAX + 1)))
-        bits.append(keep > residues.word_select(period, 4))
-    return Cat(*bits)
+    if below is None:
+        bits = []
+        for u in range(length):
+            residues = Cat(*(Const(u % q if q else 0, 4) for q in range(PERIOD_MAX + 1)))
+            bits.append(keep > residues.word_select(period, 4))
+        return Cat(*bits)
+    return Cat(*(Cat(Const(0, 1), *(below[u % q] for q in range(1, PERIOD_MAX + 1)))
+                 .bit_select(period, 1) for u in range(length)))
 
 
 def gate_mask(table, phase, lanes):

@@ -24,8 +24,7 @@ from neuron_fabric.host.facts import DRS_MEMDATA, Mode
 from .bus import DrsLayout, OKAY
 from .credit import credit_ready
 from .inflight import response_members
-from .issue import ReadEntryLayout
-from .request import ReadCfgLayout
+from .request import ReadCfgLayout, ReadEntryLayout
 
 __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
 

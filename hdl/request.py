@@ -1,22 +1,30 @@
 """The M2S Req pipeline: region match, configuration capture, gate phase and
-gate mask (contract 4.3), ending in a queue of classified requests.
+gate mask (contract 4.3), with a queue of classified requests for issue.
 
 Stages (one register each, no clock enable: the pipeline never stalls)::
 
-    A   accept (opcode, line address, tag)
-    M1  opcode class; each region's BASE and LIMIT compared in two halves
+    A   accept (opcode, line address, tag); a read reserves its table place
+    M1  opcode class (a read takes its ID); each region's BASE and LIMIT
+        compared in two halves
     M2  each region's match
     M3  the lowest-numbered match, one-hot (or none)
     M4  its configuration and BASE (DEFAULT_CFG and 0 when none)
-    S5  line index = address - BASE
-    S6  residues of the line index (leaves of the modular-adder trees)
-    S7  two more tree levels
-    S8  phase (and the pattern table T[u] = (u mod P) < K)
-    S9  gate mask, mask[i] = T[i + phase]  -> queue
+    S5  line index = address - BASE; r < K for each residue r
+    S6  residues of the line index: leaves of the modular-adder trees;
+        the pattern table T[u] = (u mod P) < K
+    T1.. one tree level each (three at 512 bits)  -> issue queue from T1
+    PC  the phase for every P
+    PH  the phase for this P
+    MASK gate mask, mask[i] = T[i + phase]  -> the read's in-flight entry
+
+The issue queue is written AR_LEAD stages before the last, so a read's AR
+goes out while its mask is still being formed; the entry is filled before
+its R beat can come back (see AR_LEAD).
 
 Admission is by credit: ``req.ready`` is a register that is high only when
-the queue has room for every request the pipeline may still hold, so
-nothing downstream can stop a request once accepted.  The configuration is
+the queue has room for every request the pipeline may still hold and the
+in-flight table has room for a read, so nothing downstream can stop a
+request once accepted.  The configuration is
 read in stages A (BASE, LIMIT, enable) and M3 (CFG, BASE); ``config.idle``
 tells the control registers that neither holds a request and none is being
 accepted, so a register write may take effect (contract 4.3).
@@ -31,11 +39,12 @@ from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
 from .bus import ReqLayout
 from .credit import credit_ready
 from .csr import CfgLayout, ConfigSignature
-from .inflight import ReserveSignature
-from .phase import (MODULI, gate_mask, leaves, pattern_table, phase_candidates, phase_lookup,
-                    reduce, tree_levels)
+from .inflight import ReadAllocSignature, ReserveSignature
+from .phase import (MODULI, gate_mask, keep_below, leaves, pattern_table, phase_candidates,
+                    phase_lookup, reduce, tree_levels)
 
-__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "RequestPipeline", "FIXED_PATTERN"]
+__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "RequestPipeline",
+           "FIXED_PATTERN", "AR_LEAD"]
 
 
 class Kind:
@@ -55,15 +64,31 @@ ReadCfgLayout = data.StructLayout({name: CfgLayout[name].shape
 
 
 def RequestLayout(params):
-    """A classified request, as it leaves the pipeline."""
+    """A classified request, as it leaves the pipeline for issue: what the AR
+    beat and the counters need (a read's in-flight entry is filled later)."""
     return data.StructLayout({"kind": 2, "tag": 16,
                               "addr": CXL_ADDR_BITS - params.offset_bits,
-                              "cfg": ReadCfgLayout, "mask": params.lanes})
+                              "id": params.id_bits, "mode": CfgLayout["mode"].shape})
+
+
+def ReadEntryLayout(params):
+    """What the in-flight table remembers of a read."""
+    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout, "mask": params.lanes})
 
 
 #: Depth of the queue behind the pipeline: covers the requests in flight
 #: from admission to the queue's output, so that one is accepted per cycle.
 QUEUE_DEPTH = 16
+
+#: Stages from the one that writes the issue queue to the last one, which
+#: fills the read's in-flight entry.  The earliest lookup of a read's entry
+#: comes 6 cycles after its request is written to the queue (queue 2, AR
+#: queue 2, the AXI address and data handshakes 1, the R beat register 1),
+#: and reads the table as it was after the cycle before: so the entry is
+#: filled before any lookup can read it as long as AR_LEAD <= 5, whatever
+#: the memory does (a test checks it with a memory answering the cycle
+#: after each address).
+AR_LEAD = 5
 
 
 def _stage(m, name, valid, fields):
@@ -101,6 +126,9 @@ class RequestPipeline(wiring.Component):
     reserve : Out(ReserveSignature())
         A place in the in-flight table for each read accepted; no request
         is accepted while the table will have no room.
+    alloc : Out(ReadAllocSignature(...))
+        A read takes its ID in M1 (one is always free: its place was
+        reserved) and fills its entry in the last stage.
     """
 
     def __init__(self, params):
@@ -110,6 +138,7 @@ class RequestPipeline(wiring.Component):
             "config": In(ConfigSignature(params)),
             "out": Out(stream.Signature(RequestLayout(params))),
             "reserve": Out(ReserveSignature()),
+            "alloc": Out(ReadAllocSignature(params.id_bits, ReadEntryLayout(params))),
         })
 
     def elaborate(self, platform):
@@ -118,63 +147,85 @@ class RequestPipeline(wiring.Component):
         queue = m.submodules.queue = SyncFIFOBuffered(width=RequestLayout(p).size,
                                                       depth=QUEUE_DEPTH)
         accept = self._admission(m, queue)
-        a_valid, a = _stage(m, "a", accept, {
+        stages = []
+
+        def stage(name, valid, fields):
+            stages.append(_stage(m, name, valid, fields))
+            return stages[-1]
+
+        a_valid, a = stage("a", accept, {
             "opcode": self.req.payload.opcode, "addr": self.req.payload.addr[p.offset_bits:],
             "tag": self.req.payload.tag})
         keep = ("kind", "addr", "tag")
-        m1_valid, m1 = _stage(m, "m1", a_valid, {"kind": _kind(m, a["opcode"]),
-                                                "addr": a["addr"], "tag": a["tag"],
-                                                "cmp": self._compare_halves(a["addr"])})
-        m2_valid, m2 = _stage(m, "m2", m1_valid, {**{k: m1[k] for k in keep},
-                                                 "match": [_match(c) for c in m1["cmp"]]})
+        m1_valid, m1 = stage("m1", a_valid, {"kind": _kind(m, a["opcode"]),
+                                            "addr": a["addr"], "tag": a["tag"],
+                                            "cmp": self._compare_halves(a["addr"])})
+        # A read takes its ID here; it travels with the request from M2 on.
+        m.d.comb += self.alloc.take.eq(m1_valid & (m1["kind"] == Kind.READ))
+        keep = ("kind", "addr", "tag", "id")
+        m2_valid, m2 = stage("m2", m1_valid, {**{k: m1[k] for k in keep[:3]},
+                                             "id": self.alloc.id,
+                                             "match": [_match(c) for c in m1["cmp"]]})
         first = [mt & ~Cat(*m2["match"][:r]).any() if r else mt
                  for r, mt in enumerate(m2["match"])]
-        m3_valid, m3 = _stage(m, "m3", m2_valid, {**{k: m2[k] for k in keep}, "first": first,
-                                                 "none": ~Cat(*m2["match"]).any()
-                                                 if m2["match"] else Const(1, 1)})
+        m3_valid, m3 = stage("m3", m2_valid, {**{k: m2[k] for k in keep}, "first": first,
+                                             "none": ~Cat(*m2["match"]).any()
+                                             if m2["match"] else Const(1, 1)})
         cfg, base = self._select(m, m3["first"], m3["none"])
-        m4_valid, m4 = _stage(m, "m4", m3_valid, {**{k: m3[k] for k in keep},
-                                                 "cfg": cfg, "base": base})
+        m4_valid, m4 = stage("m4", m3_valid, {**{k: m3[k] for k in keep},
+                                             "cfg": cfg, "base": base})
         m.d.comb += self.config.idle.eq(~self.req.ready & ~a_valid & ~m1_valid & ~m2_valid
                                         & ~m3_valid)
 
-        # The pattern table depends on the configuration alone: formed here and
-        # carried beside the residue trees.
+        # The pattern table depends on the configuration alone: formed in two
+        # steps beside the line index and the leaves, then carried.
+        programmable = PROFILES[p.profile].has("gate_pattern_programmable")
         m4_cfg = data.View(CfgLayout, m4["cfg"])
-        if PROFILES[p.profile].has("gate_pattern_programmable"):
-            table = pattern_table(m4_cfg.period, m4_cfg.keep, p.lanes)
+        keep = ("kind", "addr", "tag", "id", "cfg")
+        s5_valid, s5 = stage("s5", m4_valid, {**{k: m4[k] for k in keep},
+                                             "below": keep_below(m4_cfg.keep),
+                                             "index": m4["addr"] - m4["base"]})
+        s5_cfg = data.View(CfgLayout, s5["cfg"])
+        if programmable:
+            table = pattern_table(s5_cfg.period, None, p.lanes, below=s5["below"])
         else:
             table = pattern_table(*FIXED_PATTERN, p.lanes)
-        keep = ("kind", "addr", "tag", "cfg", "table")
-        s5_valid, s5 = _stage(m, "s5", m4_valid, {**{k: m4[k] for k in keep[:4]},
-                                                 "table": table,
-                                                 "index": m4["addr"] - m4["base"]})
+        keep = ("kind", "addr", "tag", "id", "cfg", "table")
         # The residue trees, one table level per stage: leaves, then levels.
-        t_valid, t = _stage(m, "s6", s5_valid, {**{k: s5[k] for k in keep},
-                                               "low": s5["index"][:3],
-                                               **{f"r{q}": v for q, v in
-                                                  leaves(m, s5["index"]).items()}})
+        t_valid, t = stage("s6", s5_valid, {**{k: s5[k] for k in keep[:5]}, "table": table,
+                                           "low": s5["index"][:3],
+                                           **{f"r{q}": v for q, v in
+                                              leaves(m, s5["index"]).items()}})
         for level in range(tree_levels(len(s5["index"]))):
-            t_valid, t = _stage(m, f"t{level + 1}", t_valid, {
+            t_valid, t = stage(f"t{level + 1}", t_valid, {
                 **{k: t[k] for k in keep}, "low": t["low"],
                 **{f"r{q}": reduce(t[f"r{q}"], q, levels=1) for q in MODULI}})
         # The phase for every P, then the one of this P, then the mask.
-        pc_valid, pc = _stage(m, "pc", t_valid, {
+        pc_valid, pc = stage("pc", t_valid, {
             **{k: t[k] for k in keep},
             "cand": phase_candidates(t["low"], {q: t[f"r{q}"][0] for q in MODULI}, p.lanes)})
         pc_cfg = data.View(CfgLayout, pc["cfg"])
-        ph_valid, ph = _stage(m, "ph", pc_valid, {**{k: pc[k] for k in keep},
-                                                 "phase": phase_lookup(pc_cfg.period,
-                                                                       pc["cand"])})
+        ph_valid, ph = stage("ph", pc_valid, {**{k: pc[k] for k in keep},
+                                             "phase": phase_lookup(pc_cfg.period, pc["cand"])})
         ph_cfg = data.View(CfgLayout, ph["cfg"])
-        entry = Signal(RequestLayout(p))
-        m.d.comb += [entry.kind.eq(ph["kind"]), entry.tag.eq(ph["tag"]),
-                     entry.addr.eq(ph["addr"]),
+        entry = Signal(ReadEntryLayout(p))
+        m.d.comb += [entry.tag.eq(ph["tag"]),
                      *(entry.cfg[name].eq(ph_cfg[name]) for name, _ in ReadCfgLayout),
                      entry.mask.eq(gate_mask(ph["table"], ph["phase"], p.lanes))]
-        s9_valid, s9 = _stage(m, "mask", ph_valid, {"entry": entry})
+        last_valid, last = stage("mask", ph_valid, {"kind": ph["kind"], "id": ph["id"],
+                                                   "entry": entry})
+        m.d.comb += [self.alloc.fill.eq(last_valid & (last["kind"] == Kind.READ)),
+                     self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
+
+        # The issue queue, AR_LEAD stages before the entry is filled.
+        tap_valid, tap = stages[-1 - AR_LEAD]
+        tap_cfg = data.View(CfgLayout, tap["cfg"])
+        to_issue = Signal(RequestLayout(p))
+        m.d.comb += [to_issue.kind.eq(tap["kind"]), to_issue.tag.eq(tap["tag"]),
+                     to_issue.addr.eq(tap["addr"]), to_issue.id.eq(tap["id"]),
+                     to_issue.mode.eq(tap_cfg.mode)]
         m.d.comb += [
-            queue.w_en.eq(s9_valid), queue.w_data.eq(s9["entry"]),
+            queue.w_en.eq(tap_valid), queue.w_data.eq(to_issue),
             self.out.valid.eq(queue.r_rdy), self.out.payload.eq(queue.r_data),
             queue.r_en.eq(self.out.ready),
         ]

@@ -10,7 +10,8 @@ one block per file::
     AXI R   -> ReadPath (read_path.py) <-- in-flight entry
                  -> datapath core or bypass -> DRS arbiter -> S2M DRS
     AXI4-Lite -> ControlRegisters (csr.py) -> configuration -> RequestPipeline
-    InFlightTable (inflight.py): IDs, entries, occupancy, devload
+    InFlightTable (inflight.py): IDs, entries, occupancy, devload (a read's place
+        is reserved at accept; RequestPipeline takes its ID and fills its entry)
 
 Every block that takes a stream from outside admits by credit: its
 ``ready`` is a register, high only while everything it has admitted fits
@@ -28,10 +29,10 @@ from .bus import AXI4LiteSignature, AXI4Signature, BURST_INCR, cxl_channels
 from .csr import ControlRegisters
 from .datapath import Datapath
 from .inflight import InFlightTable, devload_level
-from .issue import ReadEntryLayout, ReadIssue
+from .issue import ReadIssue
 from .ndr import NdrArbiter
 from .read_path import ReadPath
-from .request import RequestPipeline
+from .request import ReadEntryLayout, RequestPipeline
 from .write_path import WritePath
 
 __all__ = ["Top", "devload_level"]
@@ -101,7 +102,7 @@ class Top(wiring.Component):
         connect(m, csr.config, request.config)
         connect(m, request.out, issue.requests)
         connect(m, request.reserve, table.read_reserve)
-        connect(m, issue.alloc, table.read_alloc)
+        connect(m, request.alloc, table.read_alloc)
         connect(m, write.alloc, table.write_alloc)
         connect(m, read.lookup, table.read_lookup)
         connect(m, ndr.lookup, table.write_lookup)

@@ -14,7 +14,7 @@ import time
 from neuron_fabric.host.facts import STAGES_RANGE
 
 from . import commtime, scenarios
-from .params import ANCHOR, ServiceParams
+from .params import ANCHOR, TOP_FRONT_END_CYCLES, ServiceParams
 
 __all__ = ["build", "main"]
 
@@ -33,7 +33,8 @@ _PARAM_SOURCES = {
     "port_cycles_per_line": "assumption: one 512-bit line per cycle per stack",
     "stacks": "paper default (one controller)",
     "interleave_bytes": "assumption: finest CXL 2.0 HDM interleave",
-    "front_end_cycles": "0 in the paper's model; measured for RTL runs",
+    "front_end_cycles": f"0 in the paper's model; {TOP_FRONT_END_CYCLES} for our RTL (measured "
+                        "BYPASS read, docs/top.md)",
     "max_outstanding": "unlimited in the paper's model; 32 in our RTL",
     "request_cycles": "0 in the paper's model; 1 for our RTL",
 }

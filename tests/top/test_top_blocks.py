@@ -14,7 +14,7 @@ from neuron_fabric.hdl.bus import AXI4LiteSignature, AXI4Signature
 from neuron_fabric.hdl.counter import CarryResolve, DigitCounter
 from neuron_fabric.hdl.csr import ControlRegisters
 from neuron_fabric.hdl.ndr import NdrArbiter
-from neuron_fabric.hdl.request import Kind, RequestPipeline
+from neuron_fabric.hdl.request import AR_LEAD, Kind, RequestPipeline
 from neuron_fabric.hdl.write_path import WritePath
 from neuron_fabric.host import golden
 from neuron_fabric.host.facts import Mode, ReqOpcode, RwdOpcode, TopParams
@@ -23,11 +23,13 @@ from neuron_fabric.host.regmap import RegisterMap, cfg_encode
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
 
 
-def simulate(dut, *benches):
+def simulate(dut, *benches, background=()):
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     for bench in benches:
         sim.add_testbench(bench)
+    for bench in background:
+        sim.add_testbench(bench, background=True)
     sim.run()
 
 
@@ -111,7 +113,22 @@ def test_request_pipeline_captures_region_and_mask():
             await ctx.tick().until(dut.req.ready)
         ctx.set(dut.req.valid, 0)
 
+    fills = []
+
+    async def table(ctx):
+        """The in-flight table's read side: IDs in order, entries as filled."""
+        next_id = 0
+        ctx.set(dut.alloc.id, next_id)
+        async for _, _, take, fill, fill_id, entry in ctx.tick().sample(
+                dut.alloc.take, dut.alloc.fill, dut.alloc.fill_id, dut.alloc.entry):
+            if fill:
+                fills.append((fill_id, entry))
+            if take:
+                next_id += 1
+                ctx.set(dut.alloc.id, next_id % (1 << p.id_bits))
+
     async def consumer(ctx):
+        reads = []
         for opcode, line, tag in sent:
             ctx.set(dut.out.ready, rng.random() < 0.6)
             while True:
@@ -123,16 +140,24 @@ def test_request_pipeline_captures_region_and_mask():
             assert payload.tag == tag and payload.kind == opcodes[opcode]
             if payload.kind != Kind.READ:
                 continue
-            cfg, base = _region_rule(line, regions, default)
             assert payload.addr == line
-            assert (payload.cfg.mode, payload.cfg.format, payload.cfg.gate_kind,
-                    payload.cfg.threshold) == (cfg["mode"], cfg["format"], cfg["gate_kind"],
-                                               cfg["threshold"])
+            assert payload.id == len(reads) % (1 << p.id_bits)
+            reads.append((line, tag, payload.mode))
+        await ctx.tick().repeat(AR_LEAD + 2)
+        assert len(fills) == len(reads)
+        for n, (line, tag, mode) in enumerate(reads):
+            fill_id, entry = fills[n]
+            assert fill_id == n % (1 << p.id_bits)
+            cfg, base = _region_rule(line, regions, default)
+            assert entry.tag == tag and mode == cfg["mode"]
+            assert (entry.cfg.mode, entry.cfg.format, entry.cfg.gate_kind,
+                    entry.cfg.threshold) == (cfg["mode"], cfg["format"], cfg["gate_kind"],
+                                             cfg["threshold"])
             phase = ((line - base) * p.lanes) % cfg["period"]
             want = golden.gate_pattern(p.lanes, cfg["period"], cfg["keep"], phase)
-            assert payload.mask == sum(int(b) << i for i, b in enumerate(want)), (line, cfg)
+            assert entry.mask == sum(int(b) << i for i, b in enumerate(want)), (line, cfg)
 
-    simulate(dut, producer, consumer)
+    simulate(dut, producer, consumer, background=[table])
 
 
 def test_request_pipeline_hold_and_idle():
@@ -306,3 +331,61 @@ def test_ndr_arbiter_answers_every_source_once():
         assert sorted(t for t in got if t >= 200) == sorted(200 + i % 4 for i in range(20))
 
     simulate(dut, feeder(dut.req_cmp, req_tags), feeder(dut.rwd_cmp, rwd_tags), writes, sink)
+
+
+def test_read_entry_filled_before_its_data_returns():
+    """The top with a memory that answers each AR the cycle after it (the
+    earliest AXI allows) and reads back to back: every DRS carries its own
+    tag and line, so no R beat looked up its in-flight entry before the
+    request pipeline had filled it (the entry holds the tag and the
+    configuration; AR_LEAD in request.py)."""
+    from neuron_fabric.hdl.top import Top
+    from neuron_fabric.host.facts import ReqOpcode
+
+    p = SMALL
+    dut = Top(line_bits=p.line_bits, workers=p.workers, stages=p.stages, regions=p.regions,
+              max_outstanding=p.max_outstanding)
+    count = 40
+    got = {}
+
+    def line(addr):
+        return (addr * 0x9E3779B97F4A7C15 + 1) % (1 << p.line_bits)
+
+    async def memory(ctx):
+        axi = dut.m_axi
+        ctx.set(axi.arready, 1)
+        pending = []
+        async for _, _, ar, arid, araddr, rready in ctx.tick().sample(
+                axi.arvalid, axi.arid, axi.araddr, axi.rready):
+            if ctx.get(axi.rvalid) and rready:
+                pending.pop(0)
+            if ar:
+                pending.append((arid, araddr))
+            ctx.set(axi.rvalid, bool(pending))
+            if pending:
+                ctx.set(axi.rid, pending[0][0])
+                ctx.set(axi.rdata, line(pending[0][1]))
+
+    async def drs(ctx):
+        ctx.set(dut.s2m_drs.ready, 1)
+        async for _, _, valid, payload in ctx.tick().sample(dut.s2m_drs.valid,
+                                                            dut.s2m_drs.payload):
+            if valid:
+                assert payload.tag not in got, payload.tag
+                got[payload.tag] = payload.data
+
+    async def bench(ctx):
+        ctx.set(dut.m2s_req.payload.opcode, ReqOpcode.MEM_RD)
+        for tag in range(1, count + 1):
+            ctx.set(dut.m2s_req.payload.addr, tag << p.offset_bits)
+            ctx.set(dut.m2s_req.payload.tag, tag)
+            ctx.set(dut.m2s_req.valid, 1)
+            await ctx.tick().until(dut.m2s_req.ready)
+        ctx.set(dut.m2s_req.valid, 0)
+        for _ in range(400):
+            await ctx.tick()
+            if len(got) == count:
+                break
+
+    simulate(dut, bench, background=[memory, drs])
+    assert got == {tag: line(tag << p.offset_bits) for tag in range(1, count + 1)}
