@@ -8,26 +8,23 @@
 // answer only IDs it was given (and not yet answered).  Checked: a DRS or
 // NDR with tag T comes only while one request with tag T waits, on DRS for a
 // read and on NDR for everything else; the block never reuses an AXI ID that
-// is still in flight.  Line data, address bits [51:10] and the control port
-// are held constant/idle (they steer no handshake) to keep the check fast.  (That each request is answered at all is checked in
-// simulation under random backpressure, where every run drains.)
+// is still in flight.  Line data, byte enables and addresses are tied to 0
+// and the control port is idle: with no region (REGIONS 0) they steer no
+// handshake, and tying them (rather than assuming them) lets Yosys drop the
+// data path, so the solver sees the control logic only.  (That each request is
+// answered at all is checked in simulation under random backpressure, where
+// every run drains.)
 module top_response_spec (
     input clk,
     input rst,
-    input m2s_req_valid, input [3:0] m2s_req_opcode, input [51:0] m2s_req_addr,
-    input [15:0] m2s_req_tag,
-    input m2s_rwd_valid, input [3:0] m2s_rwd_opcode, input [51:0] m2s_rwd_addr,
-    input [15:0] m2s_rwd_tag, input [63:0] m2s_rwd_data, input [7:0] m2s_rwd_be,
+    input m2s_req_valid, input [3:0] m2s_req_opcode, input [15:0] m2s_req_tag,
+    input m2s_rwd_valid, input [3:0] m2s_rwd_opcode, input [15:0] m2s_rwd_tag,
     input m2s_rwd_poison,
     input s2m_drs_ready, input s2m_ndr_ready,
     input m_axi_awready, input m_axi_wready,
     input [1:0] m_axi_bid, input [1:0] m_axi_bresp, input m_axi_bvalid,
     input m_axi_arready,
-    input [1:0] m_axi_rid, input [63:0] m_axi_rdata, input [1:0] m_axi_rresp,
-    input m_axi_rlast, input m_axi_rvalid,
-    input [11:0] s_axil_awaddr, input s_axil_awvalid, input [31:0] s_axil_wdata,
-    input [3:0] s_axil_wstrb, input s_axil_wvalid, input s_axil_bready,
-    input [11:0] s_axil_araddr, input s_axil_arvalid, input s_axil_rready
+    input [1:0] m_axi_rid, input [1:0] m_axi_rresp, input m_axi_rlast, input m_axi_rvalid
 );
     wire m2s_req_ready, m2s_rwd_ready, s2m_drs_valid, s2m_ndr_valid;
     wire [15:0] s2m_drs_tag, s2m_ndr_tag;
@@ -37,10 +34,10 @@ module top_response_spec (
     neuron_fabric dut (
         .clk(clk), .rst(rst),
         .m2s_req_valid(m2s_req_valid), .m2s_req_ready(m2s_req_ready),
-        .m2s_req_opcode(m2s_req_opcode), .m2s_req_addr(m2s_req_addr), .m2s_req_tag(m2s_req_tag),
+        .m2s_req_opcode(m2s_req_opcode), .m2s_req_addr(52'b0), .m2s_req_tag(req_tag),
         .m2s_rwd_valid(m2s_rwd_valid), .m2s_rwd_ready(m2s_rwd_ready),
-        .m2s_rwd_opcode(m2s_rwd_opcode), .m2s_rwd_addr(m2s_rwd_addr), .m2s_rwd_tag(m2s_rwd_tag),
-        .m2s_rwd_data(m2s_rwd_data), .m2s_rwd_be(m2s_rwd_be), .m2s_rwd_poison(m2s_rwd_poison),
+        .m2s_rwd_opcode(m2s_rwd_opcode), .m2s_rwd_addr(52'b0), .m2s_rwd_tag(rwd_tag),
+        .m2s_rwd_data(64'b0), .m2s_rwd_be(8'b0), .m2s_rwd_poison(m2s_rwd_poison),
         .s2m_drs_valid(s2m_drs_valid), .s2m_drs_ready(s2m_drs_ready), .s2m_drs_tag(s2m_drs_tag),
         .s2m_ndr_valid(s2m_ndr_valid), .s2m_ndr_ready(s2m_ndr_ready), .s2m_ndr_tag(s2m_ndr_tag),
         .m_axi_awid(m_axi_awid), .m_axi_awvalid(m_axi_awvalid), .m_axi_awready(m_axi_awready),
@@ -48,15 +45,20 @@ module top_response_spec (
         .m_axi_bid(m_axi_bid), .m_axi_bresp(m_axi_bresp), .m_axi_bvalid(m_axi_bvalid),
         .m_axi_bready(m_axi_bready),
         .m_axi_arid(m_axi_arid), .m_axi_arvalid(m_axi_arvalid), .m_axi_arready(m_axi_arready),
-        .m_axi_rid(m_axi_rid), .m_axi_rdata(m_axi_rdata), .m_axi_rresp(m_axi_rresp),
+        .m_axi_rid(m_axi_rid), .m_axi_rdata(64'b0), .m_axi_rresp(m_axi_rresp),
         .m_axi_rlast(m_axi_rlast), .m_axi_rvalid(m_axi_rvalid), .m_axi_rready(m_axi_rready),
-        .s_axil_awaddr(s_axil_awaddr), .s_axil_awprot(3'b0), .s_axil_awvalid(s_axil_awvalid),
-        .s_axil_wdata(s_axil_wdata), .s_axil_wstrb(s_axil_wstrb), .s_axil_wvalid(s_axil_wvalid),
-        .s_axil_bready(s_axil_bready), .s_axil_araddr(s_axil_araddr), .s_axil_arprot(3'b0),
-        .s_axil_arvalid(s_axil_arvalid), .s_axil_rready(s_axil_rready)
+        .s_axil_awaddr(12'b0), .s_axil_awprot(3'b0), .s_axil_awvalid(1'b0),
+        .s_axil_wdata(32'b0), .s_axil_wstrb(4'b0), .s_axil_wvalid(1'b0),
+        .s_axil_bready(1'b1), .s_axil_araddr(12'b0), .s_axil_arprot(3'b0),
+        .s_axil_arvalid(1'b0), .s_axil_rready(1'b1)
     );
 
     (* anyconst *) reg [15:0] tag;
+    // The block stores and returns tags without looking at them: four tag
+    // values (the host's two low bits) are enough, and keep the stored tags
+    // small for the solver.
+    wire [15:0] req_tag = {14'b0, m2s_req_tag[1:0]};
+    wire [15:0] rwd_tag = {14'b0, m2s_rwd_tag[1:0]};
 
     reg init = 1'b1;
     always @(posedge clk) init <= 1'b0;
@@ -64,16 +66,16 @@ module top_response_spec (
 
     // requests with tag T waiting, and whether the one waiting wants DRS
     reg waiting = 0, wants_drs = 0;
-    wire req_t = m2s_req_valid && m2s_req_ready && m2s_req_tag == tag;
-    wire rwd_t = m2s_rwd_valid && m2s_rwd_ready && m2s_rwd_tag == tag;
+    wire req_t = m2s_req_valid && m2s_req_ready && req_tag == tag;
+    wire rwd_t = m2s_rwd_valid && m2s_rwd_ready && rwd_tag == tag;
     wire req_needs = m2s_req_opcode != 4'b1000;           // MemSpecRd needs none
     wire req_read = m2s_req_opcode == 4'b0001 || m2s_req_opcode == 4'b0010;
     wire drs_t = s2m_drs_valid && s2m_drs_ready && s2m_drs_tag == tag;
     wire ndr_t = s2m_ndr_valid && s2m_ndr_ready && s2m_ndr_tag == tag;
 
     always @(*) if (waiting) begin
-        assume (!(m2s_req_valid && m2s_req_tag == tag));
-        assume (!(m2s_rwd_valid && m2s_rwd_tag == tag));
+        assume (!(m2s_req_valid && req_tag == tag));
+        assume (!(m2s_rwd_valid && rwd_tag == tag));
     end
     always @(*) assume (!(req_t && rwd_t));
 
@@ -104,14 +106,6 @@ module top_response_spec (
     always @(*) begin
         assume (!m_axi_rvalid || rd_open[m_axi_rid]);
         assume (!m_axi_bvalid || wr_open[m_axi_bid]);
-    end
-
-    // Data and high address bits do not steer any handshake; fixing them, and
-    // leaving the control port idle, keeps the solver on the control logic.
-    always @(*) begin
-        assume (m2s_rwd_data == 0 && m_axi_rdata == 0);
-        assume (m2s_req_addr[51:10] == 0 && m2s_rwd_addr[51:10] == 0);
-        assume (!s_axil_awvalid && !s_axil_wvalid && !s_axil_arvalid);
     end
 
     always @(*) if (!init && !rst) begin
