@@ -5,18 +5,20 @@ Structure
 The read transform is four combinational steps; pipeline registers sit on
 the boundaries between them.  The paper profile (no optional feature) is
 built for area (:mod:`.steps_paper`), every other profile for depth
-(:mod:`.steps_full`): for W <= 8 each bit a step computes is a function of
-at most seven register outputs (one LUT on ECP5: a LUT4 with the slice's
+(:mod:`.steps_full`): for W = 8 each bit a step computes is a function of
+at most six register outputs (one LUT on ECP5: LUT4s with the slice's
 wide-function multiplexers)::
 
                  paper profile              other profiles
-    boundary 0 | A: decode; first full-    A: popcount of each 4 worker bits;
-               |    adder layer of each       output code, margin limit
-               |    lane's popcount
-    boundary 1 | B: two more layers        B: sign count c
+    boundary 0 | A: decode; first full-    A: popcounts of 5 and 3 worker
+               |    adder layer of each       bits; output code, whether each
+               |    lane's popcount           gate applies, margin limit as a
+               |                              thermometer
+    boundary 1 | B: two more layers        B: sign count c, c < W/2,
+               |                              |c - W/2| == k
     boundary 2 | C: the count c            C: output bit before gating (raw
-               |                              bit or value by format); margin
-               |                              drop; pattern drop (mask bit)
+               |                              bit or value by format); drop
+               |                              partials (mask bit, margin)
     boundary 3 | D: output lane (c, W/2    D: gated output
                |    if gated, or raw)
     boundary 4 | (output register, always present)

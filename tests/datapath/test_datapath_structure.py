@@ -84,6 +84,13 @@ def test_full_profile_steps_are_one_lut_deep(workers):
     assert max(sizes) <= 7, sorted(sizes)[-10:]
 
 
+def test_full_profile_w8_steps_read_at_most_six():
+    """W = 8, the default: the count-feature steps keep every bit within six
+    register outputs (docs/hardware.md: the full profile's steps after v2)."""
+    sizes = [len(s) for s in d_input_supports(generic_netlist(8, 5, "full")).values()]
+    assert max(sizes) <= 6, sorted(sizes)[-10:]
+
+
 @pytest.mark.parametrize("profile", ["full", "paper"])
 def test_each_lane_reads_its_own_mask_bit(profile):
     """With STAGES = 1 every output bit is one cone from the inputs (its D,
