@@ -153,8 +153,8 @@ class CountLine:
     is_margin: Optional[Copies] = None  # the build lacks)
     is_sign: Optional[Copies] = None
     total_c: Optional[Copies] = None    # total
-    high: Optional[Copies] = None       # total + T
-    low: Optional[Copies] = None        # total - T, two's complement
+    high: Optional[Copies] = None       # ceil((total + T) / 2)
+    low: Optional[Copies] = None        # floor((total - T) / 2)
     half: Optional[Copies] = None       # floor(total / 2)
     # per count lane
     data: Optional[Groups] = None       # the stored line, 32 bits a lane
@@ -184,14 +184,17 @@ class CountSteps:
 
         A  for the element-major line and both worker-major views of it
            (wiring), four sums of two nibbles per lane; per line: the
-           format (one-hot), the gate flags, total + T, total - T, total / 2
+           format (one-hot), the gate flags, the MARGIN gate's limits on c,
+           ceil((total + T) / 2) and floor((total - T) / 2), and total / 2
         B  the pairs of the line's view (a 3:1 multiplexer on the route
            copy), and the sums of the even and of the odd nibbles
         C  c: even + odd (COUNTS4), or even + 16 * odd (COUNTS8: each odd
            nibble is the high half of a byte); whether G-Binary or the
            PATTERN mask keeps the lane
-        D  a = 2c - total, its sign, 2c > total; the MARGIN gate |a| >= T
-           as 2c >= total + T or 2c <= total - T; whether the lane is kept
+        D  a = 2c - total, its sign, c > total / 2; the MARGIN gate
+           |a| >= T as c >= ceil((total + T) / 2) or c <= floor((total - T) / 2)
+           (10-bit compares of c with per-line limits); whether the lane is
+           kept
         E  the output lane by format (the gated value when not kept)
     """
 
@@ -241,8 +244,9 @@ class CountSteps:
             margin_on=spread(margin_on), wide=spread(line.operand[1]),
             is_count=spread(code == Format.COUNT), is_margin=spread(code == Format.MARGIN),
             is_sign=spread(code == Format.SIGN), total_c=spread(total),
-            high=spread(total + line.threshold),
-            low=spread((total - line.threshold)[:len(total) + 1]), half=spread(total[1:]))
+            # T <= total in range, so the low limit is not negative there
+            high=spread((total + line.threshold + 1)[1:]),
+            low=spread((total - line.threshold)[1:len(total)]), half=spread(total[1:]))
 
     def view_sums(self, line: CountLine) -> CountLine:
         width = len(_PAIRS) * _PAIR_BITS
@@ -270,13 +274,12 @@ class CountSteps:
         margins, positive, kept = [], [], []
         for g, c in enumerate(line.count):
             twice = Cat(Const(0, 1), c)
-            total = line.total_c[g]
-            margins.append(self._wire((twice - total)[:_MARGIN_BITS]))
-            positive.append(self._wire(twice > total))
+            margins.append(self._wire((twice - line.total_c[g])[:_MARGIN_BITS]))
+            positive.append(self._wire(c > line.half[g]))          # 2c > total
             keep = line.keep[g]
             if line.margin_on is not None:
-                # |a| >= T  <=>  2c >= total + T  or  2c <= total - T
-                far = (twice >= line.high[g]) | (twice <= line.low[g].as_signed())
+                # |2c - total| >= T  <=>  2c >= total + T  or  2c <= total - T
+                far = (c >= line.high[g]) | ~(c > line.low[g])
                 keep = keep | (line.margin_on[g] & far)
             kept.append(self._wire(keep))
         return dataclasses.replace(line, total_c=None, high=None, low=None, margin_on=None,

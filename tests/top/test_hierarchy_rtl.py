@@ -213,11 +213,9 @@ def test_exported_wrapper(simulator, line_bits, workers, stages, lines):
 # -- formal lane equivalence of the count-sum unit ----------------------------------
 
 @pytest.mark.parametrize("operand,layout", [
-    (Operand.COUNTS4, Layout.ELEMENT_MAJOR),
-    (Operand.COUNTS4, Layout.WORKER_MAJOR),
-    pytest.param(Operand.COUNTS8, Layout.ELEMENT_MAJOR, marks=pytest.mark.slow),
-    pytest.param(Operand.COUNTS8, Layout.WORKER_MAJOR, marks=pytest.mark.slow),
-])
+    pytest.param(operand, layout, id=f"{operand.name}-{layout.name}",
+                 marks=[pytest.mark.slow] if operand == Operand.COUNTS8 else [])
+    for operand in (Operand.COUNTS4, Operand.COUNTS8) for layout in Layout])
 def test_count_lane_formal(operand, layout):
     """Every count lane of the unit equals contract section 5.3 for every
     line, mask and configuration in range, and its select is high exactly
