@@ -1,7 +1,7 @@
 """The in-flight table: AXI transaction IDs, what each one is for, and the
 occupancy bound."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -183,6 +183,10 @@ class InFlightTable(wiring.Component):
         occupied = Signal(range(n + 1))
         room1, room2 = Signal(), Signal()
         room_next = Signal()
+        # under[d]: the count plus d (-2..2) is below N, registered, so the
+        # room for a read next cycle is one of them chosen by this cycle's
+        # takes and frees and no adder or compare sits on that path.
+        under = [Signal(name=f"under{d + 2}") for d in range(-2, 3)]
         # The IDs taken this cycle are known late (they depend on the ID
         # pools, the queues and each other); everything else is registered.
         # So the next count, its room flags and devload are formed for 0, 1
@@ -194,10 +198,15 @@ class InFlightTable(wiring.Component):
             for k in range(3):
                 with m.Case(k):
                     nxt = base + k
-                    m.d.comb += room_next.eq(nxt < n)
                     m.d.sync += [occupied.eq(nxt), room1.eq(nxt < n), room2.eq(nxt < n - 1),
+                                 *(under[d + 2].eq(nxt + d < n) for d in range(-2, 3)),
                                  self.devload.eq(Mux(nxt >= n, 3, Mux(4 * nxt >= 3 * n, 2,
                                                                       Mux(4 * nxt >= n, 1, 0))))]
+        with m.Switch(Cat(self.read_reserve.take, self.write_alloc.take, r_free, w_free)):
+            for v in range(16):
+                d = (v & 1) + (v >> 1 & 1) - (v >> 2 & 1) - (v >> 3 & 1)
+                with m.Case(v):
+                    m.d.comb += room_next.eq(under[d + 2])
         m.d.comb += [
             self.read_reserve.room.eq(room_next),
             self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_reserve.take, room2, room1)),
