@@ -147,14 +147,13 @@ class CountLine:
     select: Optional[Copies] = None     # a transformed count line
     keep_all: Optional[Copies] = None   # G-Binary
     pattern_on: Optional[Copies] = None
-    margin_on: Optional[Copies] = None
     wide: Optional[Copies] = None       # COUNTS8: the odd nibbles weigh 16
     is_count: Optional[Copies] = None   # output format, one-hot (COUNT for those
     is_margin: Optional[Copies] = None  # the build lacks)
     is_sign: Optional[Copies] = None
     total_c: Optional[Copies] = None    # total
-    high: Optional[Copies] = None       # ceil((total + T) / 2)
-    low: Optional[Copies] = None        # floor((total - T) / 2)
+    high: Optional[Copies] = None       # MARGIN gate: ceil((total + T) / 2), else 1023
+    low: Optional[Copies] = None        # MARGIN gate: floor((total - T) / 2) + 1, else 0
     half: Optional[Copies] = None       # floor(total / 2)
     # per count lane
     data: Optional[Groups] = None       # the stored line, 32 bits a lane
@@ -184,8 +183,9 @@ class CountSteps:
 
         A  for the element-major line and both worker-major views of it
            (wiring), four sums of two nibbles per lane; per line: the
-           format (one-hot), the gate flags, the MARGIN gate's limits on c,
-           ceil((total + T) / 2) and floor((total - T) / 2), and total / 2
+           format (one-hot), the gate flags, the MARGIN gate's limits on c
+           (ceil((total + T) / 2) and floor((total - T) / 2) + 1 when the
+           gate applies, limits no count reaches when not), and total / 2
         B  the pairs of the line's view (a 3:1 multiplexer on the route
            copy), and the sums of the even and of the odd nibbles
         C  c: even + odd (COUNTS4), or even + 16 * odd (COUNTS8: each odd
@@ -193,8 +193,8 @@ class CountSteps:
            PATTERN mask keeps the lane
         D  a = 2c - total, its sign, c > total / 2; the MARGIN gate
            |a| >= T as c >= ceil((total + T) / 2) or c <= floor((total - T) / 2)
-           (10-bit compares of c with per-line limits); whether the lane is
-           kept
+           (10-bit compares of c with the limits); whether the lane is kept
+           (one LUT after the compares)
         E  the output lane by format (the gated value when not kept)
     """
 
@@ -221,18 +221,21 @@ class CountSteps:
                 sums += [self._wire(nib[x] + nib[y]) for x, y in _PAIRS]
             pairs.append(Cat(*sums))
         ternary = line.mode == Mode.GTERNARY
-        margin_on = None
-        pattern_on = ternary
+        total, threshold = line.total, line.threshold
+        pattern_on, high, low = ternary, None, None
         if has("gate_margin"):
             pattern_on = ternary & (line.gate_kind == GateKind.PATTERN)
-            margin_on = ternary & (line.gate_kind == GateKind.MARGIN)
+            margin_on = self._wire(ternary & (line.gate_kind == GateKind.MARGIN))
+            # T <= total in range, so the low limit is at least 1 there;
+            # c <= 1020 never reaches the high limit 1023.
+            high = Mux(margin_on, (total + threshold + 1)[1:], (1 << _COUNT_BITS) - 1)
+            low = Mux(margin_on, (total - threshold + 2)[1:_COUNT_BITS + 1], 0)
         code = Const(Format.COUNT, 2)
         if has("format_margin"):
             code = Mux(line.format == Format.MARGIN, Format.MARGIN, code)
         if has("format_sign"):
             code = Mux(line.format == Format.SIGN, Format.SIGN, code)
         code = self._wire(code)
-        total = line.total
 
         def spread(value):
             return None if value is None else Copies.spread(value, self._lanes)
@@ -241,12 +244,10 @@ class CountSteps:
             route=line.route, mask=line.mask, pairs=Groups(pairs),
             select=spread(line.mode[1] & (line.operand != Operand.SIGNS)),
             keep_all=spread(line.mode == Mode.GBINARY), pattern_on=spread(pattern_on),
-            margin_on=spread(margin_on), wide=spread(line.operand[1]),
+            wide=spread(line.operand[1]),
             is_count=spread(code == Format.COUNT), is_margin=spread(code == Format.MARGIN),
             is_sign=spread(code == Format.SIGN), total_c=spread(total),
-            # T <= total in range, so the low limit is not negative there
-            high=spread((total + line.threshold + 1)[1:]),
-            low=spread((total - line.threshold)[1:len(total)]), half=spread(total[1:]))
+            high=spread(high), low=spread(low), half=spread(total[1:]))
 
     def view_sums(self, line: CountLine) -> CountLine:
         width = len(_PAIRS) * _PAIR_BITS
@@ -277,13 +278,11 @@ class CountSteps:
             margins.append(self._wire((twice - line.total_c[g])[:_MARGIN_BITS]))
             positive.append(self._wire(c > line.half[g]))          # 2c > total
             keep = line.keep[g]
-            if line.margin_on is not None:
+            if line.high is not None:
                 # |2c - total| >= T  <=>  2c >= total + T  or  2c <= total - T
-                far = (c >= line.high[g]) | ~(c > line.low[g])
-                keep = keep | (line.margin_on[g] & far)
+                keep = keep | (c >= line.high[g]) | (c < line.low[g])
             kept.append(self._wire(keep))
-        return dataclasses.replace(line, total_c=None, high=None, low=None, margin_on=None,
-                                   keep=None, margin=Groups(margins),
+        return dataclasses.replace(line, total_c=None, high=None, low=None, keep=None, margin=Groups(margins),
                                    positive=Groups(positive), kept=Groups(kept))
 
     def output(self, line: CountLine) -> CountLine:
