@@ -199,14 +199,19 @@ class InFlightTable(wiring.Component):
                 with m.Case(k):
                     nxt = base + k
                     m.d.sync += [occupied.eq(nxt), room1.eq(nxt < n), room2.eq(nxt < n - 1),
-                                 *(under[d + 2].eq(nxt + d < n) for d in range(-2, 3)),
-                                 self.devload.eq(Mux(nxt >= n, 3, Mux(4 * nxt >= 3 * n, 2,
-                                                                      Mux(4 * nxt >= n, 1, 0))))]
+                                 *(under[d + 2].eq(nxt + d < n) for d in range(-2, 3))]
+        # devload of the count plus d, each a compare of the registered count
+        # with constants, chosen like the room.
+        levels = [Signal(2, name=f"level{d + 2}") for d in range(-2, 3)]
+        for d, level in zip(range(-2, 3), levels):
+            c = occupied + d
+            m.d.comb += level.eq(Mux(c >= n, 3, Mux(4 * c >= 3 * n, 2, Mux(4 * c >= n, 1, 0))))
         with m.Switch(Cat(self.read_reserve.take, self.write_alloc.take, r_free, w_free)):
             for v in range(16):
                 d = (v & 1) + (v >> 1 & 1) - (v >> 2 & 1) - (v >> 3 & 1)
                 with m.Case(v):
                     m.d.comb += room_next.eq(under[d + 2])
+                    m.d.sync += self.devload.eq(levels[d + 2])
         m.d.comb += [
             self.read_reserve.room.eq(room_next),
             self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_reserve.take, room2, room1)),
