@@ -311,19 +311,6 @@ class CountSteps:
         return CountLine(select=line.select, out=Groups(lanes))
 
 
-def _run(pipe, line, steps, placement):
-    """The steps with ``placement``'s registers on their boundaries (as
-    :meth:`Pipeline.run` does with the core's)."""
-    stage = 0
-    for boundary, registers in enumerate(placement):
-        for _ in range(registers):
-            line = pipe.register_bundle(line, stage)
-            stage += 1
-        if boundary < len(steps):
-            line = pipe.wire_bundle(steps[boundary](line))
-    return line
-
-
 class _BesideCore(wiring.Component):
     """A component with the core's parameters, taking the core's input
     payload and the extension's fields, giving ``output(line_bits=)``."""
@@ -383,7 +370,7 @@ class CountSum(_BesideCore):
             data=Groups(i.line[g * COUNT_LANE_BITS:(g + 1) * COUNT_LANE_BITS]
                         for g in range(lanes)),
             mask=Groups(i.gate_mask[g] for g in range(lanes)))
-        out = _run(pipe, line, steps.steps, COUNT_PLACEMENT[p.stages])
+        out = pipe.run(line, steps.steps, p.stages, placement=COUNT_PLACEMENT[p.stages])
         m.d.comb += [
             self.i_stream.ready.eq(pipe.in_ready),
             self.o_stream.valid.eq(pipe.out_valid),

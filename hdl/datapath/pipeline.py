@@ -271,11 +271,12 @@ class Pipeline:
                 fields[name] = self.wire(value)
         return dataclasses.replace(bundle, **fields)
 
-    def run(self, bundle, steps, stages):
-        """Registers and steps in order: ``PLACEMENT[stages]`` registers on
-        each boundary, step ``k`` after boundary ``k``; the last bundle."""
+    def run(self, bundle, steps, stages, placement=None):
+        """Registers and steps in order: ``placement`` (default
+        ``PLACEMENT[stages]``) registers on each boundary, step ``k`` after
+        boundary ``k``; the last bundle."""
         index = 0
-        for boundary, count in enumerate(PLACEMENT[stages]):
+        for boundary, count in enumerate(PLACEMENT[stages] if placement is None else placement):
             for _ in range(count):
                 bundle = self.register_bundle(bundle, index)
                 index += 1
