@@ -20,6 +20,7 @@ from amaranth import Cat, Const, Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from neuron_fabric.host.facts import PROFILES
 from neuron_fabric.host.regmap import (ADDR_BITS, CFG_ENABLE, CFG_FIELDS, COUNTERS, CXL_ADDR_BITS,
                                        DATA_BITS, RegisterMap, STATUS_BITS)
 from .bus import AXI4LiteSignature, OKAY, SLVERR
@@ -236,7 +237,8 @@ class ControlRegisters(wiring.Component):
         # check: contract 4.4 on that value (a register that is not writable
         # has no group enable, so only the response sees ``writable_q``)
         bad = Signal()
-        m.d.sync += bad.eq(cfg_q & cfg_invalid(merged, self._params.workers))
+        m.d.sync += bad.eq(cfg_q & cfg_invalid(merged, self._params.workers,
+                                                PROFILES[self._params.profile].features))
         refused = bad | ~writable_q
 
         # commit: one registered write enable per group of registers, so that
