@@ -13,6 +13,11 @@ versions) are unchanged.
 
     python -m neuron_fabric.synth.route [--jobs N] [--line-bits 64 ...] [--profiles ...]
                           [--top] [--seeds 1 ...] [--smoke]
+    python -m neuron_fabric.synth.route --block NAME [NAME ...] [--seeds 1 ...]
+
+``--block`` routes blocks of the top alone instead (``blocks.py``): each at
+the default TopParams with every port registered, its rows in
+``build/reports/blocks.json``.
 """
 
 import json
@@ -23,7 +28,7 @@ import sys
 from neuron_fabric.host.cli import ArgumentParser
 from neuron_fabric.host.facts import TOP_MODULE
 
-from . import flowlib
+from . import blocks, flowlib
 from .flowlib import Config
 
 SEED_COLUMNS = ["profile", "line_bits", "workers", "stages", "seed", "fmax_mhz",
@@ -146,7 +151,11 @@ def main(argv=None):
     p.add_argument("--seeds", type=int, nargs="*", help="seeds (default: flow.toml)")
     p.add_argument("--smoke", action="store_true",
                    help="one seed, no timing-driven placement (smoke test)")
-    p.add_argument("--out", default="route", help="report stem under build/reports")
+    p.add_argument("--block", nargs="+", choices=sorted(blocks.BLOCKS), metavar="NAME",
+                   help="route these blocks of the top alone, every port registered "
+                        f"({', '.join(blocks.BLOCKS)}), into build/reports/blocks.json")
+    p.add_argument("--out", help="report stem under build/reports (default: route, or "
+                                 "blocks with --block)")
     p.add_argument("--cached-only", action="store_true",
                    help="report the routes already in the cache, run none")
     p.add_argument("--nextpnr-args", metavar="ARGS",
@@ -156,6 +165,12 @@ def main(argv=None):
                    help="design exploration: use this ECP5 synthesis command instead of "
                         "flow.toml's")
     args = p.parse_args(argv)
+    if args.block:
+        clash = [f"--{k.replace('_', '-')}" for k in ("line_bits", "stages", "profiles", "top",
+                                                      "cached_only")
+                 if getattr(args, k)]
+        if clash:
+            p.error(f"--block routes at the default parameters; drop {', '.join(clash)}")
 
     cfg = flowlib.settings()
     ecfg = cfg["ecp5"]
@@ -164,6 +179,12 @@ def main(argv=None):
     if args.synth is not None:
         ecfg["synth"] = args.synth
     sw = cfg["sweep"]
+    if args.block:
+        seeds = args.seeds or [ecfg["smoke_seed"] if args.smoke else ecfg["seeds"][0]]
+        blocks.route_blocks(args.block, seeds, ecfg, args.jobs, args.smoke,
+                            args.out or "blocks")
+        return 0
+    out = args.out or "route"
     if args.line_bits:
         modules = [flowlib.TOP] + ([TOP_MODULE] if args.top else [])
         configs = [Config(pr, lb, sw["workers"], st, m)
@@ -200,12 +221,12 @@ def main(argv=None):
              "count the synth_ecp5 netlist, `comb_used`/`ff_used` nextpnr's packed "
              "utilization.", "Command: `make route`" + (" (smoke)" if args.smoke else "") + "."]
     summary = summarize(rows)
-    flowlib.write_rows(args.out, rows, SEED_COLUMNS, "ECP5 out-of-context route, per seed",
+    flowlib.write_rows(out, rows, SEED_COLUMNS, "ECP5 out-of-context route, per seed",
                        notes)
     # CSV and Markdown of the summary (min/median/max over seeds).
     flowlib.REPORTS.mkdir(parents=True, exist_ok=True)
     import csv
-    with open(flowlib.REPORTS / f"{args.out}.csv", "w", newline="") as f:
+    with open(flowlib.REPORTS / f"{out}.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(SUMMARY_COLUMNS)
         for r in summary:
@@ -213,8 +234,8 @@ def main(argv=None):
     md = ["# ECP5 out-of-context place and route", ""] + notes + [
         "", "## Fmax over seeds (MHz)", "", flowlib.markdown_table(summary, SUMMARY_COLUMNS),
         "", "## Every seed", "", flowlib.markdown_table(rows, SEED_COLUMNS + ["critical_path"])]
-    (flowlib.REPORTS / f"{args.out}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {flowlib.REPORTS / (args.out + '.json')}")
+    (flowlib.REPORTS / f"{out}.md").write_text("\n".join(md) + "\n")
+    print(f"wrote {flowlib.REPORTS / (out + '.json')}")
     return 0
 
 
