@@ -19,14 +19,15 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick bench train train-quick hierarchy envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
+.PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
 
 all: verilog lint functional summary
 
 help:
 	@echo "make              verilog, lint, functional, summary (the default configuration, minutes)"
-	@echo "make test         run the whole test suite (pytest, $(JOBS) workers)"
-	@echo "make test-quick   the suite less the tests marked slow"
+	@echo "make test         run the test suite (pytest, $(JOBS) workers) less the tests marked long"
+	@echo "make test-quick   the suite less the tests marked slow or long"
+	@echo "make test-long    the tests marked long: long variants of checks make test runs fast"
 	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= REGIONS= MAX_OUTSTANDING= PROFILE=)"
 	@echo "make functional   paper section 6 check on the top: identity, G-Binary, G-Ternary (SIM=verilator|icarus)"
 	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from host/regmap.py"
@@ -68,10 +69,13 @@ lint: verilog
 	$(PY) -m neuron_fabric.sim.lint build/verilog
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --durations=15 tests
+	$(PY) -m pytest -n $(JOBS) --durations=15 -m "not long" tests
 
 test-quick: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) -m "not slow" tests
+	$(PY) -m pytest -n $(JOBS) -m "not slow and not long" tests
+
+test-long: $(STAMP)
+	$(PY) -m pytest -n $(JOBS) --durations=15 -m long tests
 
 bench: $(STAMP)
 	$(PY) -m neuron_fabric.sim.bench_golden
