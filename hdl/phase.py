@@ -95,11 +95,17 @@ def _factor_inputs(p):
     return two, mods
 
 
-def phase_candidates(low_bits, residues, lanes):
+def phase_candidates(low_bits, residues, lanes, alternative=None):
     """The phase for each period P (list index, 0..15) from ``low_bits``
     (x mod 8) and the residues (one Value per modulus, each < q): each a
     table of the few residue bits P needs (at most 7), so all of them form
-    in one shallow step; :func:`phase_lookup` then picks one by P."""
+    in one shallow step; :func:`phase_lookup` then picks one by P.
+
+    ``alternative``, a pair ``(select, lanes_2)``, makes each table one
+    input wider: where the 1-bit Value ``select`` is high, the phase is
+    ``(x * lanes_2) mod P`` instead (the count lines of contract section
+    5.3, ``E_c`` elements a line)."""
+    factors = [lanes] if alternative is None else [lanes, alternative[1]]
     out = [Const(0, 4), Const(0, 4)]         # P = 1 (and the rejected P = 0): phase 0
     for p in range(2, PERIOD_MAX + 1):
         two, mods = _factor_inputs(p)
@@ -114,7 +120,10 @@ def phase_candidates(low_bits, residues, lanes):
             for q in mods:
                 k |= (x % q) << shift
                 shift += (q - 1).bit_length()
-            table |= ((x * lanes) % p) << (4 * k)
+            for f, factor in enumerate(factors):
+                table |= ((x * factor) % p) << (4 * (k | (f << len(key))))
+        if alternative is not None:
+            key = Cat(key, alternative[0])
         out.append(Const(table, 4 << len(key)).word_select(key, 4))
     return out
 

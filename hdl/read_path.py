@@ -31,7 +31,7 @@ __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
 
 def CoreInLayout(params):
     """A line and its controls, as the datapath core takes them."""
-    return data.StructLayout({"data": params.line_bits, "tag": 16, "cfg": ReadCfgLayout,
+    return data.StructLayout({"data": params.line_bits, "tag": 16, "cfg": ReadCfgLayout(params),
                               "mask": params.lanes})
 
 

@@ -35,7 +35,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
+from neuron_fabric.host.facts import COUNT_LANE_BITS, CXL_ADDR_BITS, PROFILES, Operand, ReqOpcode
+from neuron_fabric.host.regmap import HIERARCHY_CFG_FIELDS
 from .bus import ReqLayout
 from .credit import credit_ready
 from .csr import CfgLayout, ConfigSignature
@@ -57,10 +58,14 @@ class Kind:
 #: (the paper's 2-of-3 gate): P, K.
 FIXED_PATTERN = (3, 2)
 
-#: CFG fields a read needs when its line returns (the core's inputs but for
-#: the mask, which replaces P, K and the phase).
-ReadCfgLayout = data.StructLayout({name: CfgLayout[name].shape
-                                   for name in ("mode", "format", "gate_kind", "threshold")})
+def ReadCfgLayout(params):
+    """CFG fields a read needs when its line returns: the core's inputs but
+    for the mask, which replaces P, K and the phase; and with the
+    ``hierarchy`` feature the layout, operand and total (contract section 5)."""
+    names = ("mode", "format", "gate_kind", "threshold")
+    if PROFILES[params.profile].has("hierarchy"):
+        names += HIERARCHY_CFG_FIELDS
+    return data.StructLayout({name: CfgLayout[name].shape for name in names})
 
 
 def RequestLayout(params):
@@ -73,7 +78,7 @@ def RequestLayout(params):
 
 def ReadEntryLayout(params):
     """What the in-flight table remembers of a read."""
-    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout, "mask": params.lanes})
+    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes})
 
 
 #: Depth of the queue behind the pipeline: covers the requests in flight
@@ -201,16 +206,21 @@ class RequestPipeline(wiring.Component):
                 **{k: t[k] for k in keep}, "low": t["low"],
                 **{f"r{q}": reduce(t[f"r{q}"], q, levels=1) for q in MODULI}})
         # The phase for every P, then the one of this P, then the mask.
+        # A count line (contract section 5.3) has E_c = LINE_BITS / 32 elements.
+        t_cfg = data.View(CfgLayout, t["cfg"])
+        counts = ((t_cfg.operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
+                  if PROFILES[p.profile].has("hierarchy") else None)
         pc_valid, pc = stage("pc", t_valid, {
             **{k: t[k] for k in keep},
-            "cand": phase_candidates(t["low"], {q: t[f"r{q}"][0] for q in MODULI}, p.lanes)})
+            "cand": phase_candidates(t["low"], {q: t[f"r{q}"][0] for q in MODULI}, p.lanes,
+                                     counts)})
         pc_cfg = data.View(CfgLayout, pc["cfg"])
         ph_valid, ph = stage("ph", pc_valid, {**{k: pc[k] for k in keep},
                                              "phase": phase_lookup(pc_cfg.period, pc["cand"])})
         ph_cfg = data.View(CfgLayout, ph["cfg"])
         entry = Signal(ReadEntryLayout(p))
         m.d.comb += [entry.tag.eq(ph["tag"]),
-                     *(entry.cfg[name].eq(ph_cfg[name]) for name, _ in ReadCfgLayout),
+                     *(entry.cfg[name].eq(ph_cfg[name]) for name, _ in ReadCfgLayout(p)),
                      entry.mask.eq(gate_mask(ph["table"], ph["phase"], p.lanes))]
         last_valid, last = stage("mask", ph_valid, {"kind": ph["kind"], "id": ph["id"],
                                                    "entry": entry})

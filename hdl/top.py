@@ -24,10 +24,12 @@ from amaranth import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect
 
-from neuron_fabric.host.facts import CXL_ADDR_BITS, TopParams
+from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, TopParams
+from neuron_fabric.host.regmap import HIERARCHY_CFG_FIELDS
 from .bus import AXI4LiteSignature, AXI4Signature, BURST_INCR, cxl_channels
 from .csr import ControlRegisters
 from .datapath import Datapath
+from .hierarchy import Hierarchy
 from .inflight import InFlightTable, devload_level
 from .issue import ReadIssue
 from .ndr import NdrArbiter
@@ -91,8 +93,11 @@ class Top(wiring.Component):
         ndr = m.submodules.ndr = NdrArbiter(p)
         table = m.submodules.in_flight = InFlightTable(p, read_entry=ReadEntryLayout(p),
                                                        write_entry=16)
-        core = m.submodules.datapath = Datapath(line_bits=p.line_bits, workers=p.workers,
-                                                stages=p.stages, profile=p.profile)
+        # With the hierarchy extension the core sits inside its wrapper
+        # (contract section 5), which has the core's streams and latency.
+        core_class = Hierarchy if PROFILES[p.profile].has("hierarchy") else Datapath
+        core = m.submodules.datapath = core_class(line_bits=p.line_bits, workers=p.workers,
+                                                  stages=p.stages, profile=p.profile)
 
         connect(m, wiring.flipped(self.s_axil), csr.bus)
         connect(m, wiring.flipped(self.m2s_req), request.req)
@@ -146,7 +151,9 @@ class Top(wiring.Component):
         line = read.to_core.payload
         fields = {"data": line.data, "tag": line.tag, "mode": line.cfg.mode,
                   "format": line.cfg.format, "gate_kind": line.cfg.gate_kind,
-                  "gate_mask": line.mask, "gate_threshold": line.cfg.threshold}
+                  "gate_mask": line.mask, "gate_threshold": line.cfg.threshold,
+                  **{name: line.cfg[name] for name, _ in line.cfg.shape()
+                     if name in HIERARCHY_CFG_FIELDS}}
         if hasattr(core, "i_stream"):
             core_in, core_out = core.i_stream, core.o_stream
             m.d.comb += [core_in.payload.line.eq(fields.pop("data")),

@@ -54,7 +54,7 @@ from .facts import (COUNT_LANE_BITS, CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFIL
 from .golden import line_phase, transform, transform_counts
 from .regmap import ADDR_BITS, COUNTERS, DATA_BITS, STATUS_BITS, RegisterMap, cfg_check, cfg_decode
 
-__all__ = ["Device", "Response", "Faults", "PoisonError"]
+__all__ = ["Device", "Response", "Faults", "PoisonError", "read_response"]
 
 _STATUS = {f.name: f.mask for f in STATUS_BITS}
 _COUNTER = {name: j for j, name in enumerate(COUNTERS)}
@@ -140,6 +140,27 @@ def _uint(name, value, bits):
 def _byte_mask(strb):
     """32-bit mask of the bytes whose WSTRB bit is 1."""
     return sum(0xFF << (8 * i) for i in range(_STRB_BITS) if (strb >> i) & 1)
+
+
+
+def read_response(params, profile, raw, index, cfg):
+    """What a build of ``profile`` returns for stored lines ``raw`` (uint8,
+    ``(L, LINE_BYTES)``) read under ``cfg`` (:func:`.regmap.cfg_decode`
+    fields) when the first has line index ``index`` in its region: contract
+    4.3 (the phase), sections 2 and 5 (the transform), by the golden model."""
+    fmt, kind, period, keep = profile.effective(cfg["format"], cfg["gate_kind"],
+                                                cfg["period"], cfg["keep"])
+    counts = cfg["operand"] != Operand.SIGNS
+    lanes = params.line_bits // COUNT_LANE_BITS if counts else params.lanes
+    # The top computes the phase with the register's P; a build whose
+    # pattern is hard-wired then applies it modulo its own period.
+    phase = line_phase(np.arange(index, index + len(raw)), lanes, cfg["period"]) % period
+    gate = dict(period=period, keep=keep, threshold=cfg["threshold"], phase=phase,
+                layout=cfg["layout"])
+    if counts:
+        return transform_counts(raw, cfg["operand"], cfg["total"], Mode(cfg["mode"]), fmt,
+                                kind, **gate)
+    return transform(raw, params.workers, Mode(cfg["mode"]), fmt, kind, **gate)
 
 
 class Device:
@@ -293,6 +314,13 @@ class Device:
                 return cfg, base
         return default, 0
 
+    def read_config(self, addr):
+        """The CFG fields (:func:`.regmap.cfg_decode`) a read of byte address
+        ``addr`` gets now, and its line index in its region (contract 4.3)."""
+        line = addr // self._params.line_bytes
+        cfg, base = self._config(line)
+        return dict(cfg), line - base
+
     def _segments(self, first, count):
         """Runs ``(start, stop, cfg, base)`` of lines ``[first, first + count)``
         that one configuration serves (the match changes only at a BASE or LIMIT)."""
@@ -308,20 +336,7 @@ class Device:
 
     def _transform(self, raw, index, cfg):
         """Responses for stored lines ``raw`` whose first line has ``index`` in its region."""
-        p = self._params
-        fmt, kind, period, keep = self._profile.effective(cfg["format"], cfg["gate_kind"],
-                                                          cfg["period"], cfg["keep"])
-        counts = cfg["operand"] != Operand.SIGNS
-        lanes = p.line_bits // COUNT_LANE_BITS if counts else p.lanes
-        # The top computes the phase with the register's P; a build whose
-        # pattern is hard-wired then applies it modulo its own period.
-        phase = line_phase(np.arange(index, index + len(raw)), lanes, cfg["period"]) % period
-        gate = dict(period=period, keep=keep, threshold=cfg["threshold"], phase=phase,
-                    layout=cfg["layout"])
-        if counts:
-            return transform_counts(raw, cfg["operand"], cfg["total"], Mode(cfg["mode"]), fmt,
-                                    kind, **gate)
-        return transform(raw, p.workers, Mode(cfg["mode"]), fmt, kind, **gate)
+        return read_response(self._params, self._profile, raw, index, cfg)
 
     # -- memory -------------------------------------------------------------------------
 

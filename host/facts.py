@@ -174,10 +174,12 @@ class Profile:
         return Profile(f"{self.name}-no-{feature}", self.features - {feature})
 
 
-#: ``hierarchy`` is in no profile until the top implements it (contract
-#: section 5): every build rejects its CFG values.
+#: ``full`` has every feature, ``hierarchy`` included (contract section 5:
+#: the top's read path runs the core inside :class:`~neuron_fabric.hdl.
+#: hierarchy.Hierarchy`); ``paper`` has none and rejects the extension's
+#: CFG values.
 PROFILES = {
-    "full": Profile("full", frozenset(FEATURES) - {"hierarchy"}),
+    "full": Profile("full", frozenset(FEATURES)),
     "paper": Profile("paper", frozenset()),
 }
 

@@ -16,7 +16,7 @@ from .facts import (CXL_ADDR_BITS, Format, GateKind, Layout, Mode, Operand, TopP
                     check_range, count_geometry)
 
 __all__ = [
-    "Field", "Register", "RegisterMap", "CFG_FIELDS", "STATUS_BITS",
+    "Field", "Register", "RegisterMap", "CFG_FIELDS", "HIERARCHY_CFG_FIELDS", "STATUS_BITS",
     "COUNTERS", "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "CfgError",
     "cfg_encode", "cfg_decode", "cfg_check", "count_total_max", "markdown",
 ]
@@ -66,6 +66,9 @@ CFG_FIELDS = (
           "1..N*(2^b-1) with a count operand", 0),
 )
 CFG_ENABLE = Field("enable", 31, 1, "1 = region enabled")
+
+#: The CFG fields of the hierarchy extension (contract section 5).
+HIERARCHY_CFG_FIELDS = ("layout", "operand", "total")
 
 #: STATUS bits (contract 4.4), sticky, write 1 to clear.
 STATUS_BITS = (

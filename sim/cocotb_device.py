@@ -40,9 +40,9 @@ from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 
 from neuron_fabric.host.device import Device, Response
-from neuron_fabric.host.facts import (CXL_ADDR_BITS, Format, GateKind, Mode, ReqOpcode,
-                                      RwdOpcode)
-from neuron_fabric.host.regmap import COUNTERS, RegisterMap, cfg_encode
+from neuron_fabric.host.facts import (CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode,
+                                      Operand, ReqOpcode, RwdOpcode)
+from neuron_fabric.host.regmap import COUNTERS, RegisterMap, cfg_encode, count_total_max
 
 from .tb_top import (DrsBus, DrsSink, FaultyAxiRam, NdrBus, NdrSink, ReqBus, ReqSource,
                      ReqTransaction, RwdBus, RwdSource, RwdTransaction, pauses, top_params)
@@ -101,6 +101,7 @@ class DeviceTB:
                       *range(HIGH_LINE_BYTE // params.line_bytes,
                              HIGH_LINE_BYTE // params.line_bytes + POOL_LINES // 2)]
         self.seen = {"poison": 0, "responses": 0, "control": 0}
+        self.reads = {}     # (mode, layout, operand) -> reads sent under it
 
     async def reset(self):
         self.dut.rst.value = 1
@@ -153,6 +154,11 @@ class DeviceTB:
         expected = {}
         for r in requests:
             if r.channel == "req":
+                if r.opcode in READS:
+                    cfg, _ = self.dev.read_config(r.addr)
+                    kind = (Mode(cfg["mode"]).name, Layout(cfg["layout"]).name,
+                            Operand(cfg["operand"]).name)
+                    self.reads[kind] = self.reads.get(kind, 0) + 1
                 self.req.send_nowait(ReqTransaction(opcode=r.opcode, addr=r.addr, tag=r.tag))
                 resp = self.dev.m2s_req(r.opcode, r.addr, r.tag)
             else:
@@ -219,9 +225,20 @@ class Stream:
         self.p = tb.params
         self.rmap = tb.map
         self.unmapped = [o for o in range(0, 0x1000, 4) if self.rmap.at(o) is None]
-        # valid configurations take every (mode, format, gate) in turn
-        kinds = list(itertools.product(Mode, Format, GateKind))
+        # valid configurations take every (mode, format, gate, layout,
+        # operand) the build implements in turn
+        hierarchy = PROFILES[self.p.profile].has("hierarchy")
+        kinds = list(itertools.product(Mode, Format, GateKind,
+                                       Layout if hierarchy else [Layout.ELEMENT_MAJOR],
+                                       Operand if hierarchy else [Operand.SIGNS]))
         self.rng.shuffle(kinds)
+        # first, one transform of each (layout, operand), so that short runs
+        # read every view of the line through the transform
+        first = {}
+        for k in kinds:
+            if k[0] in (Mode.GBINARY, Mode.GTERNARY):
+                first.setdefault(k[3:], k)
+        kinds = list(first.values()) + [k for k in kinds if k not in first.values()]
         self._kinds = itertools.cycle(kinds)
 
     def _strb(self):
@@ -231,19 +248,31 @@ class Stream:
         return ((1 << self.rng.randrange(1, 5 - lo)) - 1) << lo
 
     def cfg(self, valid=True):
-        """A CFG word: valid (all modes, formats and gates), or one contract 4.4 rejects."""
+        """A CFG word: valid (all modes, formats, gates, layouts and operands the
+        build has), or one contract 4.4 or section 5 rejects."""
         rng = self.rng
         period = rng.randrange(1, 16)
-        mode, fmt, gate_kind = next(self._kinds)
+        mode, fmt, gate_kind, layout, operand = next(self._kinds)
+        # a count operand: total up to N * (2^b - 1), T up to total (contract 5.1)
+        top = count_total_max(operand) if operand != Operand.SIGNS else 0
+        total = rng.choice([1, top, rng.randrange(1, top)]) if top else 0
         fields = dict(mode=mode, format=fmt, gate_kind=gate_kind, period=period,
-                      keep=rng.randrange(period + 1), threshold=rng.randrange(self.p.workers + 1),
+                      keep=rng.randrange(period + 1),
+                      threshold=rng.randrange(min(31, total or self.p.workers) + 1),
+                      layout=layout, operand=operand, total=total,
                       enable=int(rng.random() < 0.85))
         if not valid:
             # operand 3 and a SIGNS total != 0: contract section 5 (v2.1)
             bad = rng.choice(["format", "period", "keep", "threshold", "operand", "total"])
+            limit = total or self.p.workers         # T's largest valid value
+            if bad == "threshold" and limit >= 31:
+                bad = "format"                      # no 5-bit T exceeds it
             fields[bad] = {"format": 3, "period": 0, "keep": min(15, period + 1),
-                           "threshold": rng.randrange(self.p.workers + 1, 32),
-                           "operand": 3, "total": rng.randrange(1, 1024)}[bad]
+                           "threshold": rng.randrange(limit + 1, 32) if limit < 31 else 0,
+                           "operand": 3,
+                           "total": (rng.randrange(1, 1024) if operand == Operand.SIGNS else
+                                     rng.choice([0, rng.randrange(count_total_max(operand) + 1,
+                                                                  1024)]))}[bad]
             if bad == "keep" and period == 15:
                 fields["period"], fields["keep"] = 14, 15
         # Contract v2.1 gave the formerly reserved bits [7:5] and [30:21] to
@@ -374,6 +403,13 @@ async def test_device_model_matches_rtl(dut):
     counts = {name: await tb.control_read(tb.map[f"COUNTER{j}_LO"].offset)
               for j, name in enumerate(COUNTERS)}
     cocotb.log.info("differential: %s, counters %s", tb.seen, counts)
-    print(f"NF_DEVICE_DIFF {tb.seen} {counts}")
+    print(f"NF_DEVICE_DIFF {tb.seen} {counts} {tb.reads}")
     assert all(counts[name] for name in COUNTERS[:4]), f"a read mode never ran: {counts}"
     assert tb.seen["poison"], "no read error was injected"
+    if PROFILES[params.profile].has("hierarchy"):
+        # every layout and every operand read through a transform (contract
+        # section 5; tests/top/test_hierarchy_rtl.py reads each pair)
+        transformed = {x for mode, *view in tb.reads if mode in ("GBINARY", "GTERNARY")
+                       for x in view}
+        missing = {x.name for x in (*Layout, *Operand)} - transformed
+        assert not missing, f"never read through a transform: {missing}"

@@ -40,7 +40,7 @@ def _configure(params):
     MAX_OUT, SEED = params.get("max_outstanding", 8), params.get("seed", 1)
     RANDOM_REQUESTS = params.get("random_requests", 400)
     # contract section 5: whether the build implements the hierarchy
-    # extension (no build does yet, so its CFG values are rejected)
+    # extension (without it, its CFG values are rejected)
     HIERARCHY = params.get("hierarchy", False)
     LB = LINE_BITS // 8
     E = LINE_BITS // W
@@ -555,10 +555,25 @@ async def csr_bad_cfg_writes(dut):
         "operand 3": cfg(mode=2, operand=3, total=8),
         "SIGNS with total 1": cfg(mode=2, total=1),
     }
-    if not HIERARCHY:
+    # the limits themselves are fine: K = P, T = W, P = 15 (and with the
+    # extension: the largest totals, T = total, a worker-major layout)
+    limits = [cfg(period=5, keep=5), cfg(kind=1, thresh=W), cfg(period=15, keep=0)]
+    if HIERARCHY:
+        bad_values.update({
+            "COUNTS4 with total 0": cfg(mode=2, operand=1, total=0),
+            "COUNTS4 with total 121": cfg(mode=2, operand=1, total=121),
+            "COUNTS8 with total 1021": cfg(mode=2, operand=2, total=1021),
+            "COUNTS8 with T > total": cfg(mode=3, kind=1, operand=2, total=5, thresh=6),
+            "worker-major SIGNS with T > W": cfg(mode=3, kind=1, layout=1, thresh=W + 1),
+        })
+        limits += [cfg(mode=2, operand=1, total=120, layout=1),
+                   cfg(mode=3, kind=1, operand=2, total=1020, thresh=31),
+                   cfg(mode=3, kind=1, operand=2, total=7, thresh=7)]
+    else:
         bad_values["layout 1 without hierarchy"] = cfg(mode=2, layout=1)
         bad_values["COUNTS4 without hierarchy"] = cfg(mode=2, operand=1, total=8)
     assert not any(cfg_valid(v) for v in bad_values.values())
+    assert all(cfg_valid(v) for v in limits)
     n_bad = 0
     for reg, en in ((DEFAULT_CFG, 0), (R_CFG(0), 1 << 31), (R_CFG(REGIONS - 1), 0)):
         await top.wr_ok(reg, good | en)
@@ -574,8 +589,7 @@ async def csr_bad_cfg_writes(dut):
             if not st & ST_BAD_CSR:
                 errs.append(f"{reg:#05x} {what}: STATUS {st:#x} without BAD_CSR")
             await top.clear_status()
-        # the limits themselves are fine: K = P, T = W, P = 15
-        for v in (cfg(period=5, keep=5), cfg(kind=1, thresh=W), cfg(period=15, keep=0)):
+        for v in limits:
             resp = await top.wr(reg, v | en)
             got, _ = await top.rd(reg)
             if resp != 0 or got != v | en:

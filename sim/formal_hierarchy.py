@@ -1,5 +1,5 @@
 """Formal lane equivalence of the count-sum unit (``hdl/hierarchy.py``
-:class:`~neuron_fabric.hdl.hierarchy.CountSum`), checked with SymbiYosys.
+:class:`~neuron_fabric.hdl.count_sum.CountSum`), checked with SymbiYosys.
 
 :class:`CountLaneSpec` -- every count lane of the unit's output equals
 :func:`reference_count_lane`, a small Amaranth function written from
@@ -22,7 +22,7 @@ from amaranth import Elaboratable, Module, Mux, ResetSignal, Signal, signed
 from amaranth.asserts import AnyConst, Initial
 from amaranth.hdl import Assert, Assume
 
-from neuron_fabric.hdl.hierarchy import CountSum, HierarchyInputLayout
+from neuron_fabric.hdl.count_sum import CountSum, HierarchyInputLayout
 from neuron_fabric.host.facts import COUNT_LANE_BITS, Layout, Operand, count_geometry
 from neuron_fabric.host.regmap import count_total_max
 

@@ -1,8 +1,9 @@
 """A memory port and a control bus over the exported top under cocotb.
 
 :class:`RtlPort` gives the gradient runtime's memory-port protocol
-(``async write_lines(addr, lines)``, ``async read_lines(addr, count)``) on
-the CXL.mem channels of ``neuron_fabric``: one M2S RwD MemWr per line, one
+(``async write_lines(addr, lines)``, ``async write_lines_partial(addr,
+lines, enables)``, ``async read_lines(addr, count)``) on the CXL.mem
+channels of ``neuron_fabric``: one M2S RwD MemWr or MemWrPtl per line, one
 M2S Req MemRd per line, the data from S2M DRS.  It drives the bus models of
 :class:`neuron_fabric.sim.tb_top.TopTB`, whose scoreboard checks every
 response against the golden model under the configuration the control
@@ -46,6 +47,26 @@ class RtlPort:
         for start in range(0, len(lines), self.batch):
             for tag, row in enumerate(lines[start:start + self.batch]):
                 self.tb.write(tag, first + start + tag, row.tobytes(), opcode=RwdOpcode.MEM_WR)
+            await self.tb.drain()
+        self.lines_written += len(lines)
+
+    async def write_lines_partial(self, addr, lines, enables):
+        """MemWrPtl each row of ``lines`` from ``addr`` on, writing the bytes
+        whose enable is True: ``enables`` is bool, ``(LINE_BYTES,)`` for every
+        line or ``(L, LINE_BYTES)`` one row per line (as the device model's)."""
+        first = self._line(addr)
+        lines = np.asarray(lines, dtype=np.uint8)
+        enables = np.asarray(enables)
+        if enables.dtype != np.bool_ or enables.shape not in (lines.shape[1:], lines.shape):
+            raise ValueError(f"enables must be bool of shape {lines.shape[1:]} or "
+                             f"{lines.shape}, not {enables.dtype} of shape {enables.shape}")
+        enables = np.broadcast_to(enables, lines.shape)
+        for start in range(0, len(lines), self.batch):
+            for tag, (row, en) in enumerate(zip(lines[start:start + self.batch],
+                                                enables[start:start + self.batch])):
+                be = int.from_bytes(np.packbits(en, bitorder="little").tobytes(), "little")
+                self.tb.write(tag, first + start + tag, row.tobytes(),
+                              opcode=RwdOpcode.MEM_WR_PTL, be=be)
             await self.tb.drain()
         self.lines_written += len(lines)
 

@@ -17,7 +17,7 @@ Reference models
 ----------------
 :class:`ConfigState` is the control state as contract 4.3 reads it (DEFAULT_CFG
 and the region table); :meth:`ConfigState.read_config` gives the
-configuration and phase of a read, and :func:`expected_read` the response
+configuration and line index of a read, and :func:`expected_read` the response
 bytes from the golden model.  :class:`ConfigHistory` records when control
 writes took effect.
 
@@ -46,8 +46,9 @@ from cocotbext.axi.memory import Memory
 from cocotbext.axi.stream import define_stream
 
 from neuron_fabric.host.driver import AxiLiteMasterBus, Driver
-from neuron_fabric.host.golden import transform
-from neuron_fabric.host.facts import DRS_MEMDATA, NDR_CMP, Mode, ReqOpcode, RwdOpcode, TopParams
+from neuron_fabric.host.device import read_response
+from neuron_fabric.host.facts import (DRS_MEMDATA, NDR_CMP, PROFILES, Mode, ReqOpcode, RwdOpcode,
+                                      TopParams)
 from neuron_fabric.host.regmap import RegisterMap, cfg_decode, cfg_encode
 
 from .toolchain import bench_params
@@ -203,7 +204,7 @@ class ConfigState:
             self.regions[reg.index][word] = value & reg.writable_mask
 
     def read_config(self, addr):
-        """(cfg fields, phase) of a read of byte address ``addr``."""
+        """(cfg fields, line index in its region) of a read of byte address ``addr``."""
         lb = self.params.line_bytes
         line = addr // lb
         for cfg, base_lo, base_hi, limit_lo, limit_hi in self.regions:
@@ -211,9 +212,8 @@ class ConfigState:
             base = ((base_hi << 32) | base_lo) // lb
             limit = ((limit_hi << 32) | limit_lo) // lb
             if f["enable"] and base <= line < limit:
-                return f, ((line - base) * self.params.lanes) % f["period"]
-        f = cfg_decode(self.default_cfg)
-        return f, (line * self.params.lanes) % f["period"]
+                return f, line - base
+        return cfg_decode(self.default_cfg), line
 
 
 class RecordingBus:
@@ -237,13 +237,11 @@ class RecordingBus:
         return ok
 
 
-def expected_read(params, line_bytes_value, cfg, phase):
-    """Response bytes for stored ``line_bytes_value`` under ``cfg``/``phase``
-    (golden model)."""
+def expected_read(params, line_bytes_value, cfg, index):
+    """Response bytes for stored ``line_bytes_value`` read under ``cfg`` as
+    line ``index`` of its region (golden model, for the build's profile)."""
     line = np.frombuffer(bytes(line_bytes_value), dtype=np.uint8).reshape(1, -1)
-    out = transform(line, params.workers, Mode(cfg["mode"]), cfg["format"], cfg["gate_kind"],
-                    cfg["period"], cfg["keep"], cfg["threshold"], phase)
-    return out.tobytes()
+    return read_response(params, PROFILES[params.profile], line, index, cfg).tobytes()
 
 
 class ConfigHistory:
@@ -327,15 +325,15 @@ class Scoreboard:
         got = int(data).to_bytes(lb, "little")
         options = []
         for state in self.history.states_at(exp.accept_cycle):
-            cfg, phase = state.read_config(exp.addr)
-            options.append((cfg, phase, expected_read(self.params, exp.data, cfg, phase)))
+            cfg, index = state.read_config(exp.addr)
+            options.append((cfg, index, expected_read(self.params, exp.data, cfg, index)))
         for cfg, _, want in options:
             if got == want:
                 self.modes[Mode(cfg["mode"])] += 1
                 return
-        cfg, phase, want = options[0]
+        cfg, index, want = options[0]
         self.fail(f"tag {tag:#x} addr {exp.addr:#x}: data {got.hex()} expected {want.hex()} "
-                  f"(cfg {cfg}, phase {phase}; {len(options)} candidate configs)")
+                  f"(cfg {cfg}, line {index} of its region; {len(options)} candidate configs)")
 
 
 # -- the harness ----------------------------------------------------------------------

@@ -14,12 +14,13 @@ import pytest
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import CfgError, Driver
-from neuron_fabric.host.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand, Profile,
+from neuron_fabric.host.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand,
                                       ReqOpcode, RwdOpcode, TopParams)
 from neuron_fabric.host.regmap import STATUS_BITS, cfg_decode, cfg_encode
 
 PARAMS = TopParams()                                  # 512-bit lines, W 8
-HIERARCHY = Profile("full-hierarchy", PROFILES["full"].features | {"hierarchy"})
+HIERARCHY = PROFILES["full"]
+WITHOUT = PROFILES["full"].without("hierarchy")
 BAD_CSR = next(f.mask for f in STATUS_BITS if f.name == "bad_csr")
 DEFAULT_CFG = 0x010
 WM, EM = Layout.WORKER_MAJOR, Layout.ELEMENT_MAJOR
@@ -54,10 +55,12 @@ CFG_CASES = [
 
 @pytest.mark.parametrize("word, accepted", CFG_CASES)
 def test_cfg_values_of_the_extension(word, accepted):
-    # With the feature: as contract section 5.1 says; without it (every
-    # profile until the top implements the extension), every one of them
-    # is refused, since each has layout or operand != 0.
-    for dev, ok in ((Device(PARAMS, profile=HIERARCHY), accepted), (Device(PARAMS), False)):
+    # With the feature (the full profile): as contract section 5.1 says;
+    # without it (the paper profile, or the full one less the feature),
+    # every one of them is refused, since each has layout or operand != 0.
+    for dev, ok in ((Device(PARAMS, profile=HIERARCHY), accepted), (Device(PARAMS), accepted),
+                    (Device(PARAMS, profile=WITHOUT), False),
+                    (Device(PARAMS, profile=PROFILES["paper"]), False)):
         before = run(dev.read(DEFAULT_CFG))[0]
         assert run(dev.write(DEFAULT_CFG, word)) == ok
         assert run(dev.read(DEFAULT_CFG))[0] == (word if ok else before)
@@ -65,13 +68,14 @@ def test_cfg_values_of_the_extension(word, accepted):
 
 
 def test_profile_of_the_model_and_the_driver():
-    assert not PROFILES["full"].has("hierarchy") and Device(PARAMS).profile == PROFILES["full"]
+    assert PROFILES["full"].has("hierarchy") and not PROFILES["paper"].has("hierarchy")
+    assert Device(PARAMS).profile == PROFILES["full"]
     with pytest.raises(TypeError, match="profile"):
         Device(PARAMS, profile="full")
     dev = Device(PARAMS, profile=HIERARCHY)
     # The driver checks against the features it is given, before the bus.
     with pytest.raises(CfgError, match="hierarchy"):
-        Driver(dev, PARAMS).cfg_value(Mode.GBINARY, layout=WM)
+        Driver(dev, PARAMS, profile=WITHOUT).cfg_value(Mode.GBINARY, layout=WM)
     with pytest.raises(CfgError, match="operand"):
         Driver(dev, PARAMS, profile=HIERARCHY).cfg_value(Mode.GBINARY, operand=3, total=8)
     value = Driver(dev, PARAMS, profile=HIERARCHY).cfg_value(

@@ -13,12 +13,12 @@ import pytest
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand, Profile,
+from neuron_fabric.host.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand,
                                       TopParams)
 from neuron_fabric.host.runtime import (G_BINARY, G_TERNARY, GradientRuntime, GroupPolicy,
                                         Hierarchy, g_ternary_margin, write_worker_major)
 
-HIERARCHY = Profile("full-hierarchy", PROFILES["full"].features | {"hierarchy"})
+HIERARCHY = PROFILES["full"]
 WM, EM = Layout.WORKER_MAJOR, Layout.ELEMENT_MAJOR
 
 
@@ -121,7 +121,7 @@ def test_worker_major_needs_the_feature_a_partial_port_and_whole_bytes():
     async def create(port, drv, params, policy):
         return await GradientRuntime.create(port, drv, {"a": 100}, {"a": policy})
 
-    dev, drv = device(profile=PROFILES["full"])
+    dev, drv = device(profile=PROFILES["paper"])
     with pytest.raises(ValueError, match="hierarchy feature"):
         run(create(dev, drv, dev.params, worker_major(G_BINARY)))
 
@@ -237,7 +237,7 @@ def test_hierarchy_refuses_what_the_devices_would():
     with pytest.raises(ValueError, match="rotate"):
         create(*levels(2), p=GroupPolicy(Mode.GTERNARY, Format.SIGN, rotate=True))
     with pytest.raises(ValueError, match="hierarchy feature"):
-        create(levels(2)[0], device(profile=PROFILES["full"]))
+        create(levels(2)[0], device(profile=PROFILES["paper"]))
     with pytest.raises(ValueError, match="differ"):
         create([device(), device(TopParams(workers=4))], device())
     with pytest.raises(ValueError, match="elements"):

@@ -62,6 +62,9 @@ def test_top_conformance(cfg, test):
         test_module="neuron_fabric.sim.conformance_top",
         simulator=sim,
         params=dict(line_bits=line_bits, workers=workers, stages=stages,
-                    regions=regions, max_outstanding=max_out, seed=3),
+                    regions=regions, max_outstanding=max_out, seed=3,
+                    # the export is the full profile, which implements the
+                    # hierarchy extension (contract section 5)
+                    hierarchy=True),
     )
     check_result(results, test, f"build/conformance/{name}/{sim}")

@@ -13,14 +13,15 @@ import shutil
 import sys
 
 import pytest
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from neuron_fabric.hdl.csr import CfgWordLayout, cfg_invalid
 from neuron_fabric.hdl.hierarchy import HIERARCHY_MODULE, Hierarchy
-from neuron_fabric.host.facts import PROFILES, Format, Layout, Mode, Operand
+from neuron_fabric.hdl.phase import leaves, phase_candidates, phase_lookup, reduce
+from neuron_fabric.host.facts import PROFILES, Format, Layout, Mode, Operand, TopParams
 from neuron_fabric.host.regmap import cfg_check, cfg_encode
 from neuron_fabric.sim import formal_hierarchy
 from neuron_fabric.sim.formal import run_sby
@@ -176,6 +177,34 @@ def test_wrapper_against_golden(line_bits, workers, stages, profile, idle, backp
     assert not errors, "\n".join(errors[:5])
 
 
+
+# -- the count line's phase in the request pipeline -----------------------------------
+
+@pytest.mark.parametrize("width,lanes,count_lanes", [(46, 64, 16), (49, 8, 2)])
+def test_count_line_phase(width, lanes, count_lanes):
+    """phase_candidates with the count lines' alternative: (x * E) mod P for
+    a SIGNS line and (x * E_c) mod P for a count line (contract 4.3, 5.3)."""
+    m = Module()
+    x, period, counts = Signal(width), Signal(4), Signal()
+    parts = leaves(m, x)
+    residues = {q: reduce(v, q)[0] for q, v in parts.items()}
+    phase = phase_lookup(period, phase_candidates(x[:3], residues, lanes, (counts, count_lanes)))
+    rng = random.Random(width)
+    values = [0, 1, (1 << width) - 1] + [rng.getrandbits(width) for _ in range(40)]
+
+    async def bench(ctx):
+        for value in values:
+            ctx.set(x, value)
+            for c, factor in ((0, lanes), (1, count_lanes)):
+                ctx.set(counts, c)
+                for p in range(1, 16):
+                    ctx.set(period, p)
+                    assert ctx.get(phase) == (value * factor) % p, (value, c, p)
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+
 # -- the exported wrapper under cocotb ------------------------------------------
 
 def _export(line_bits, workers, stages, profile, simulator):
@@ -227,3 +256,21 @@ def test_count_lane_formal(operand, layout):
         pytest.skip("yowasp-sby is not installed")
     passed, log = run_sby(formal_hierarchy.write_job(64, 4, 1, operand, layout))
     assert passed, log[-4000:]
+
+
+# -- two levels through the exported top ----------------------------------------
+
+#: The default width as tests/top/test_device_rtl.py builds it (one build
+#: of the top a simulator serves both).
+TOP = TopParams(line_bits=512, workers=8, stages=5, regions=4, max_outstanding=16)
+
+
+@pytest.mark.parametrize("simulator", ["verilator", "icarus"])
+def test_two_levels_through_the_top(run_top_bench, simulator):
+    """Contract section 5.4 with the exported top as a level-1 controller and
+    as the level-2 controller (``neuron_fabric.sim.cocotb_hierarchy``): every
+    mode, format, gate and layout equals one controller over 64 workers."""
+    if simulator not in available_simulators():
+        pytest.skip(f"{simulator} is not installed")
+    assert run_top_bench(TOP, simulator, "neuron_fabric.sim.cocotb_hierarchy",
+                         f"two_levels_{simulator}_{TOP.tag()}", seed=5, elements=256) == 1
