@@ -2,7 +2,8 @@
 
 Each configuration runs 10,000 random requests: LINE_BITS 512 / WORKERS 8
 on Verilator, LINE_BITS 64 / WORKERS 4 on Icarus.  ``-m slow`` adds each
-configuration on the other simulator (Icarus is about 7x slower).  The cocotb tests are in
+configuration on the other simulator (Icarus is about 7x slower), the
+512-bit one on Icarus with 2,000 (``-m long``: 10,000).  The cocotb tests are in
 ``sim/cocotb_top.py``.
 """
 
@@ -41,4 +42,10 @@ def test_small_config_verilator(run_top):
 @pytest.mark.slow
 @pytest.mark.skipif("icarus" not in available_simulators(), reason="iverilog not installed")
 def test_main_config_icarus(run_top):
+    assert run_top(MAIN, "icarus", 2_000, seed=5) >= 10
+
+
+@pytest.mark.long
+@pytest.mark.skipif("icarus" not in available_simulators(), reason="iverilog not installed")
+def test_main_config_icarus_long(run_top):
     assert run_top(MAIN, "icarus", 10_000, seed=5) >= 10
