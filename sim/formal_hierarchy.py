@@ -105,13 +105,15 @@ class CountLaneSpec(Elaboratable):
                      *(dut.i_stream.payload[name].eq(value) for name, value in fields.items())]
         m.d.comb += Assume(ResetSignal() == Initial())
         # One operand and layout a job (the solver's problem stays small); a
-        # SIGNS line (operand 0) checks the select only.
+        # SIGNS line (operand 0) checks the select only.  So a count line has
+        # the job's operand and layout: the range and the reference take them
+        # as constants (three times faster for COUNTS8 than the fields).
         m.d.comb += Assume((fields["operand"] == self.operand) | (fields["operand"] == 0))
         m.d.comb += Assume(fields["layout"] == self.layout)
         transform = fields["mode"][1]
-        counts = (fields["operand"] == Operand.COUNTS4) | (fields["operand"] == Operand.COUNTS8)
+        counts = fields["operand"] == self.operand
         m.d.comb += Assume(~(transform & counts) |
-                           config_in_range(fields["operand"], fields["total"], fields["format"],
+                           config_in_range(self.operand, fields["total"], fields["format"],
                                            fields["gate_threshold"]))
         # The line offered in every cycle is accepted at the end of the
         # first cycle after reset and leaves STAGES cycles later.
@@ -126,7 +128,7 @@ class CountLaneSpec(Elaboratable):
                 m.d.comb += Assert(out.select[j] == (transform & (fields["operand"] != 0)))
                 want = Signal(signed(COUNT_LANE_BITS + 1), name=f"want{j}")
                 m.d.comb += want.eq(reference_count_lane(
-                    fields["line"], j, fields["operand"], fields["layout"], fields["total"],
+                    fields["line"], j, self.operand, self.layout, fields["total"],
                     fields["mode"], fields["format"], fields["gate_kind"],
                     fields["gate_mask"][j], fields["gate_threshold"]))
                 lane = out.line[j * COUNT_LANE_BITS:(j + 1) * COUNT_LANE_BITS]

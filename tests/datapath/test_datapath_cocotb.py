@@ -36,11 +36,12 @@ def run(export_datapath, simulator, line_bits, workers, stages, lines, seed=1):
 
 # Verilator compiles the wide exports slowly (minutes: cocotb makes every
 # net public), while Icarus runs them in seconds; so the wide sets are
-# Verilator runs only in the slow set.
+# Verilator runs only in the slow set, the widest only in the long one
+# (test_icarus runs the same bench on the same export).
 @pytest.mark.parametrize("line_bits,workers,stages,lines", [
     PARAMS[0],
     pytest.param(*PARAMS[1], marks=pytest.mark.slow),
-    pytest.param(*PARAMS[2], marks=pytest.mark.slow),
+    pytest.param(*PARAMS[2], marks=pytest.mark.long),
 ])
 def test_verilator(export_datapath, line_bits, workers, stages, lines):
     assert run(export_datapath, _simulator("verilator"), line_bits, workers, stages, lines) == 5
