@@ -85,7 +85,7 @@ class CountLine:
     count: Optional[Groups] = None      # c
     keep: Optional[Groups] = None       # kept by G-Binary or the PATTERN mask
     margin: Optional[Groups] = None     # a = 2c - total, 12 bits
-    positive: Optional[Groups] = None   # a > 0
+    nonzero: Optional[Groups] = None    # a != 0
     kept: Optional[Groups] = None       # the gate keeps the lane
     out: Optional[Groups] = None        # the output lane
 
@@ -113,7 +113,7 @@ class CountSteps:
         C  c: even + odd (COUNTS4), or even + 16 * odd (COUNTS8: each odd
            nibble is the high half of a byte); whether G-Binary or the
            PATTERN mask keeps the lane
-        D  a = 2c - total, its sign, c > total / 2; the MARGIN gate
+        D  a = 2c - total, its sign, whether a != 0; the MARGIN gate
            |a| >= T as c >= ceil((total + T) / 2) or c <= floor((total - T) / 2)
            (10-bit compares of c with the limits); whether the lane is kept
            (one LUT after the compares)
@@ -194,22 +194,26 @@ class CountSteps:
                                    mask=None, count=Groups(counts), keep=Groups(keep))
 
     def gates(self, line: CountLine) -> CountLine:
-        margins, positive, kept = [], [], []
+        margins, nonzero, kept = [], [], []
         for g, c in enumerate(line.count):
             twice = Cat(Const(0, 1), c)
             margins.append(self._wire((twice - line.total_c[g])[:_MARGIN_BITS]))
-            positive.append(self._wire(c > line.half[g]))          # 2c > total
+            # a = 2c - total is 0 iff total is even and c = total / 2: an
+            # equality (LUTs), not a third carry chain beside the limits'
+            # compares
+            nonzero.append(self._wire((c != line.half[g]) | line.total_c[g][0]))
             keep = line.keep[g]
             if line.high is not None:
                 # |2c - total| >= T  <=>  2c >= total + T  or  2c <= total - T
                 keep = keep | (c >= line.high[g]) | (c < line.low[g])
             kept.append(self._wire(keep))
-        return dataclasses.replace(line, total_c=None, high=None, low=None, keep=None, margin=Groups(margins),
-                                   positive=Groups(positive), kept=Groups(kept))
+        return dataclasses.replace(line, total_c=None, high=None, low=None, keep=None,
+                                   margin=Groups(margins), nonzero=Groups(nonzero),
+                                   kept=Groups(kept))
 
     def output(self, line: CountLine) -> CountLine:
         lanes = []
-        for g, (c, a, pos, kept) in enumerate(zip(line.count, line.margin, line.positive,
+        for g, (c, a, nonzero, kept) in enumerate(zip(line.count, line.margin, line.nonzero,
                                                   line.kept)):
             is_count, is_margin, is_sign = (line.is_count[g], line.is_margin[g],
                                             line.is_sign[g])
@@ -221,7 +225,7 @@ class CountSteps:
                 if j >= _MARGIN_BITS:
                     bits.append(upper)
                     continue
-                sign_j = (pos | neg) if j == 0 else neg
+                sign_j = nonzero if j == 0 else neg     # sgn(a): 1, 0 or all ones
                 value = (is_margin & a[j]) | (is_sign & sign_j)
                 if j < _COUNT_BITS:
                     value = value | (is_count & c[j])
