@@ -1,11 +1,12 @@
 """The in-flight table: AXI transaction IDs, what each one is for, and the
 occupancy bound."""
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
+
+from .credit import unary_count
 
 __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
            "devload_level", "response_members", "ReadAllocSignature"]
@@ -15,9 +16,9 @@ class IdPool(wiring.Component):
     """Free list of the IDs ``0 .. size-1``.
 
     After reset the IDs are handed out in order from a counter; IDs given
-    back go through a FIFO and are handed out again from there.  No state
-    survives a reset, so a reset in the middle of traffic leaves every ID
-    free.
+    back go through a ring (first in, first out) and are handed out again
+    from there.  No state survives a reset, so a reset in the middle of
+    traffic leaves every ID free.
 
     Parameters
     ----------
@@ -53,20 +54,35 @@ class IdPool(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        returned = m.submodules.returned = SyncFIFO(width=len(self.alloc_id), depth=self._size)
-        fresh = Signal(range(self._size + 1))
-        fresh_left = Signal()
+        n = self._size
+        # IDs given back wait in a ring.  No more come back than were handed
+        # out, so the ring never overflows and a free is written unchecked.
+        ring = m.submodules.ring = Memory(shape=len(self.alloc_id), depth=n, init=[])
+        wr, rd = ring.write_port(), ring.read_port(domain="comb")
+        head, tail = Signal(range(n)), Signal(range(n))
+        waiting = Signal(range(n + 1))
+        fresh = Signal(range(n))
+        fresh_left = Signal(init=1)
+        from_ring = self.alloc & ~fresh_left
         m.d.comb += [
-            fresh_left.eq(fresh != self._size),
-            self.alloc_ok.eq(fresh_left | returned.r_rdy),
-            self.alloc_id.eq(Mux(fresh_left, fresh, returned.r_data)),
-            returned.r_en.eq(self.alloc & ~fresh_left),
-            returned.w_en.eq(self.free),
-            returned.w_data.eq(self.free_id),
+            self.alloc_ok.eq(fresh_left | (waiting != 0)),
+            self.alloc_id.eq(Mux(fresh_left, fresh, rd.data)),
+            rd.addr.eq(head),
+            wr.en.eq(self.free), wr.addr.eq(tail), wr.data.eq(self.free_id),
         ]
+        m.d.sync += waiting.eq(waiting + self.free - from_ring)
+        with m.If(self.free):
+            m.d.sync += tail.eq(_wrap_inc(tail, n))
+        with m.If(from_ring):
+            m.d.sync += head.eq(_wrap_inc(head, n))
         with m.If(self.alloc & fresh_left):
-            m.d.sync += fresh.eq(fresh + 1)
+            m.d.sync += [fresh.eq(fresh + 1), fresh_left.eq(fresh != n - 1)]
         return m
+
+
+def _wrap_inc(value, n):
+    """``value + 1`` modulo ``n``."""
+    return Mux(value == n - 1, 0, value + 1)
 
 
 def AllocSignature(id_bits, entry_shape):
@@ -114,7 +130,7 @@ class InFlightTable(wiring.Component):
     lists, the occupancy bound and ``devload``.
 
     Reads and writes have separate ID spaces of MAX_OUTSTANDING IDs each;
-    one occupancy count keeps reads + writes at or below MAX_OUTSTANDING
+    one occupancy count (in unary) keeps reads + writes at or below MAX_OUTSTANDING
     (a read reserved in the same cycle as a write counts first).  A read
     counts from the cycle its request is accepted (``read_reserve``), so
     no more reads are accepted than the table holds and ``devload`` counts
@@ -180,43 +196,28 @@ class InFlightTable(wiring.Component):
             sides[name] = (pool, free)
 
         (_, r_free), (wpool, w_free) = sides["read"], sides["write"]
-        occupied = Signal(range(n + 1))
-        room1, room2 = Signal(), Signal()
-        room_next = Signal()
-        # under[d]: the count plus d (-2..2) is below N, registered, so the
-        # room for a read next cycle is one of them chosen by this cycle's
-        # takes and frees and no adder or compare sits on that path.
-        under = [Signal(name=f"under{d + 2}") for d in range(-2, 3)]
-        # The IDs taken this cycle are known late (they depend on the ID
-        # pools, the queues and each other); everything else is registered.
-        # So the next count, its room flags and devload are formed for 0, 1
-        # and 2 IDs taken, and the takes only choose among them.
-        base = Signal(range(-2, n + 1))
-        m.d.comb += base.eq(occupied - r_free - w_free)
-        takes = self.read_reserve.take + self.write_alloc.take
-        with m.Switch(takes):
-            for k in range(3):
-                with m.Case(k):
-                    nxt = base + k
-                    m.d.sync += [occupied.eq(nxt), room1.eq(nxt < n), room2.eq(nxt < n - 1),
-                                 *(under[d + 2].eq(nxt + d < n) for d in range(-2, 3))]
-        # devload of the count plus d, each a compare of the registered count
-        # with constants, chosen like the room.
-        levels = [Signal(2, name=f"level{d + 2}") for d in range(-2, 3)]
-        for d, level in zip(range(-2, 3), levels):
-            c = occupied + d
-            m.d.comb += level.eq(Mux(c >= n, 3, Mux(4 * c >= 3 * n, 2, Mux(4 * c >= n, 1, 0))))
-        with m.Switch(Cat(self.read_reserve.take, self.write_alloc.take, r_free, w_free)):
-            for v in range(16):
-                d = (v & 1) + (v >> 1 & 1) - (v >> 2 & 1) - (v >> 3 & 1)
-                with m.Case(v):
-                    m.d.comb += room_next.eq(under[d + 2])
-                    m.d.sync += self.devload.eq(levels[d + 2])
+        # The count is kept in unary: the IDs taken this cycle are known late
+        # (they depend on the ID pools, the queues and each other), the frees
+        # are registered, and the room and devload of the next cycle are
+        # each a choice among registered flags by the takes and frees, with
+        # no adder or compare (:func:`.credit.unary_count`).
+        now, after = unary_count(m, n, [self.read_reserve.take, self.write_alloc.take],
+                                 [r_free, w_free], "in_flight")
+        m.d.sync += self.devload.eq(_level(lambda t: ~after(t), n))
         m.d.comb += [
-            self.read_reserve.room.eq(room_next),
-            self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_reserve.take, room2, room1)),
+            self.read_reserve.room.eq(after(n)),
+            # a read reserved in the same cycle counts first
+            self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_reserve.take,
+                                                        now(n - 1), now(n))),
         ]
         return m
+
+
+def _level(at_least, n):
+    """devload (:func:`devload_level`) from ``at_least(t)``: the count is at
+    least ``t``."""
+    return Mux(at_least(n), 3, Mux(at_least(-(-3 * n // 4)), 2,
+                                   Mux(at_least(-(-n // 4)), 1, 0)))
 
 
 def devload_level(in_flight, max_outstanding):

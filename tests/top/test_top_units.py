@@ -10,7 +10,7 @@ from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
 from neuron_fabric.host.driver import BusError, CfgError, Driver
-from neuron_fabric.hdl.inflight import IdPool
+from neuron_fabric.hdl.inflight import IdPool, InFlightTable
 from neuron_fabric.host.facts import Format, GateKind, Mode
 from neuron_fabric.hdl.phase import (MODULI, gate_mask, leaves, pattern_table, phase_candidates,
                                     phase_lookup, reduce, tree_levels)
@@ -227,6 +227,54 @@ def test_id_pool_hands_out_each_id_once():
             if len(held) < 6 and not ctx.get(dut.alloc_ok):
                 await ctx.tick()        # an ID given back is visible one cycle later
                 assert ctx.get(dut.alloc_ok)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("n", [4, 32])
+def test_in_flight_table_room_and_devload_follow_the_count(n):
+    """Random reads (reserved while there is room, their ID taken in the same
+    cycle) and writes (taken while ``ok``), each looked up later: the count
+    never passes N, ``room``, ``ok`` and ``devload`` follow it, and no ID is
+    handed out twice."""
+    dut = InFlightTable(TopParams(max_outstanding=n), read_entry=8, write_entry=8)
+    rng = random.Random(n)
+
+    async def bench(ctx):
+        flight = {"read": set(), "write": set()}
+        count, room, freeing = 0, 1, 0
+        for _ in range(1500):
+            assert ctx.get(dut.devload) == devload_level(count, n)
+            read = bool(room) and rng.random() < 0.6
+            ctx.set(dut.read_reserve.take, read), ctx.set(dut.read_alloc.take, read)
+            ok = ctx.get(dut.write_alloc.ok)
+            assert ok == (count + read < n), (count, read)
+            write = bool(ok) and rng.random() < 0.6
+            ctx.set(dut.write_alloc.take, write)
+            taken = {"read": read and ctx.get(dut.read_alloc.id),
+                     "write": write and ctx.get(dut.write_alloc.id)}
+            looked = 0
+            for side, lookup in (("read", dut.read_lookup), ("write", dut.write_lookup)):
+                give = flight[side] and rng.random() < 0.45
+                if give:
+                    ctx.set(lookup.id, rng.choice(sorted(flight[side])))
+                ctx.set(lookup.valid, bool(give))
+                if give:
+                    flight[side].discard(ctx.get(lookup.id))
+                    looked += 1
+            change = read + write - freeing
+            room = ctx.get(dut.read_reserve.room)
+            assert room == (count + change < n), (count, change)
+            for side in ("read", "write"):
+                if (read, write)[side == "write"]:
+                    assert taken[side] not in flight[side]
+                    flight[side].add(taken[side])
+            await ctx.tick()
+            count, freeing = count + change, looked
+            assert 0 <= count <= n
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
