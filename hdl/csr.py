@@ -2,59 +2,38 @@
 
 The decode is generated from :class:`neuron_fabric.host.regmap.RegisterMap`:
 each register's ``kind`` selects its behaviour, its fields give the bits
-that hold state; the CFG word's layout is built from ``CFG_FIELDS``.
+that hold state; the CFG word's layout and check are in ``cfg.py``.
 Nothing about offsets or bit positions is written here.
 
-Both channels are pipelined so that no path crosses more than a few LUTs:
-an address is decoded into a registered one-hot select, a read value is
-gathered by a two-level OR of registered partial results, and a write
-goes decode -> fetch the old CFG fields -> check -> commit, one step per
-cycle.  A write asks the request pipeline to hold new requests
+Both channels are pipelined so that no path crosses more than a few LUTs
+(the registered one-hot multiplexers of ``gather.py``): an address is
+decoded into a registered one-hot select, a read value is gathered by
+levels of registered partial ORs, and a write goes predecode -> decode and
+fetch the old CFG fields -> merge -> check (two steps) -> commit, one step
+per cycle.  A write asks the request pipeline to hold new requests
 (``config.hold``) as soon as it is captured and commits once the pipeline
 reports that no accepted request is still reading the configuration
 (``config.idle``); BVALID rises the cycle after.  The request pipeline
 never stalls, so the wait is bounded (docs/top.md).
 """
 
-from amaranth import Cat, Const, Module, Signal, unsigned
-from amaranth.lib import data, wiring
+from amaranth import Cat, Const, Module, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import PROFILES
-from neuron_fabric.host.regmap import (ADDR_BITS, CFG_ENABLE, CFG_FIELDS, COUNTERS, CXL_ADDR_BITS,
-                                       DATA_BITS, RegisterMap, STATUS_BITS)
+from neuron_fabric.host.regmap import ADDR_BITS, COUNTERS, DATA_BITS, RegisterMap, STATUS_BITS
 from .bus import AXI4LiteSignature, OKAY, SLVERR
+from .cfg import (CfgLayout, CfgWordLayout, ConfigSignature, RegionLayout, cfg_invalid,
+                  cfg_terms, cfg_verdict, drive_config)
 from .counter import CarryResolve, DigitCounter
+from .gather import LATER_GROUP, and_all, gather, groups, or_all, tree
 
+# The CFG layouts and check are imported from here by other blocks and tests.
 __all__ = ["CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "EventSignature",
-           "ControlRegisters"]
-
-#: The 32-bit CFG word (contract 4.4), from the register map's field list.
-CfgWordLayout = data.FlexibleLayout(DATA_BITS, {
-    f.name: data.Field(unsigned(f.width), f.lsb) for f in CFG_FIELDS + (CFG_ENABLE,)})
-
-#: One read configuration as the request pipeline carries it (no enable).
-CfgLayout = data.StructLayout({f.name: f.width for f in CFG_FIELDS})
+           "ControlRegisters", "cfg_invalid"]
 
 _ADDR_KINDS = ("base_lo", "base_hi", "limit_lo", "limit_hi")
-
-
-def RegionLayout(addr_bits):
-    """A region: its configuration, enable bit and line-aligned window."""
-    return data.StructLayout({"cfg": CfgLayout, "enable": 1,
-                              "base": addr_bits, "limit": addr_bits})
-
-
-def ConfigSignature(params):
-    """What the registers hand the request pipeline (seen from the registers).
-
-    ``hold`` asks the pipeline to accept no new request; ``idle`` answers
-    that none it accepted still reads the configuration."""
-    members = {"default": Out(CfgLayout), "hold": Out(1), "idle": In(1)}
-    if params.regions:
-        addr_bits = CXL_ADDR_BITS - params.offset_bits
-        members["regions"] = Out(data.ArrayLayout(RegionLayout(addr_bits), params.regions))
-    return wiring.Signature(members)
 
 
 def EventSignature():
@@ -62,26 +41,6 @@ def EventSignature():
     STATUS bits 0..3 to set, the number of events setting a STATUS bit, and
     counters 0..4 to increment."""
     return wiring.Signature({"status_set": Out(4), "error_count": Out(3), "count_inc": Out(5)})
-
-
-def cfg_invalid(cfg, workers, features=()):
-    """The rule of contract 4.4 and section 5 for a CFG value, as logic
-    (``host.regmap.cfg_check`` in Python, with the same ``features``).
-
-    Without the ``hierarchy`` feature, layout and operand must be 0 (and so
-    total must be 0): a build never accepts a value it does not implement."""
-    from neuron_fabric.host.facts import Operand
-    from neuron_fabric.host.regmap import count_total_max
-    signs = cfg.operand == Operand.SIGNS
-    bad = ((cfg.format == 3) | (cfg.period == 0) | (cfg.keep > cfg.period) |
-           (cfg.operand == 3) | (signs & ((cfg.total != 0) | (cfg.threshold > workers))))
-    if "hierarchy" not in features:
-        return bad | (cfg.layout != 0) | (cfg.operand != 0)
-    too_many = Const(0)
-    for operand in (Operand.COUNTS4, Operand.COUNTS8):
-        too_many = too_many | ((cfg.operand == operand) &
-                               (cfg.total > count_total_max(operand)))
-    return bad | (~signs & ((cfg.total == 0) | too_many | (cfg.threshold > cfg.total)))
 
 
 class ControlRegisters(wiring.Component):
@@ -124,7 +83,7 @@ class ControlRegisters(wiring.Component):
         counters = [DigitCounter(digit=_DIGIT, name=f"counter{j}") for j in range(len(COUNTERS))]
         for j, counter in enumerate(counters):
             m.submodules[f"counter{j}"] = counter
-        self._outputs(m, store)
+        drive_config(m, self.config, store, self._params)
         bad_event, clear = self._write(m, regs, store)
         self._read(m, regs, store, status, counters)
 
@@ -140,27 +99,12 @@ class ControlRegisters(wiring.Component):
         m.d.comb += counters[5].inc.eq(err_q)
         return m
 
-    def _outputs(self, m, store):
-        p = self._params
-        default = data.View(CfgWordLayout, store["DEFAULT_CFG"])
-        m.d.comb += [self.config.default[f.name].eq(default[f.name]) for f in CFG_FIELDS]
-        ob = p.offset_bits
-        for r in range(p.regions):
-            word = data.View(CfgWordLayout, store[f"REGION{r}_CFG"])
-            region = self.config.regions[r]
-            m.d.comb += [region.cfg[f.name].eq(word[f.name]) for f in CFG_FIELDS]
-            m.d.comb += [
-                region.enable.eq(word.enable),
-                region.base.eq(Cat(store[f"REGION{r}_BASE_LO"],
-                                   store[f"REGION{r}_BASE_HI"][:CXL_ADDR_BITS - 32])[ob:]),
-                region.limit.eq(Cat(store[f"REGION{r}_LIMIT_LO"],
-                                    store[f"REGION{r}_LIMIT_HI"][:CXL_ADDR_BITS - 32])[ob:]),
-            ]
-
     def _decode(self, m, addr, name):
         """One-hot select of the register at ``addr`` (a word address), valid
         two cycles after ``addr``: the low bits and the rest each decoded into
-        a registered one-hot, then their AND, registered."""
+        a registered one-hot, then their AND, registered.  Also returns
+        ``{CFG register name: select}`` valid one cycle after ``addr`` (the
+        one-hot of the high bits)."""
         words = [reg.offset >> 2 for reg in self._map.registers]
         parts = []
         for key, bits in ((lambda w: w >> _LOW_BITS, addr[_LOW_BITS:]),
@@ -170,8 +114,15 @@ class ControlRegisters(wiring.Component):
             m.d.sync += [q.eq(bits == v) for v, q in hot.items()]
             parts.append((key, hot))
         sel = [Signal(name=f"{name}_{reg.name.lower()}") for reg in self._map.registers]
-        m.d.sync += [s.eq(_and(hot[key(w)] for key, hot in parts)) for s, w in zip(sel, words)]
-        return sel
+        m.d.sync += [s.eq(and_all(hot[key(w)] for key, hot in parts)) for s, w in zip(sel, words)]
+        # A CFG register is the only one of its high bits (a region's words,
+        # the first words), so its old value can be fetched from that
+        # one-hot alone, a cycle before ``sel``.
+        key, hot = parts[0]
+        cfgs = [(reg, key(w)) for reg, w in zip(self._map.registers, words) if reg.kind == "cfg"]
+        if len({v for _, v in cfgs}) != len(cfgs):
+            raise ValueError("two CFG registers share their high address bits")
+        return sel, {reg.name: hot[v] for reg, v in cfgs}
 
     def _write(self, m, regs, store):
         bus = self.bus
@@ -180,13 +131,13 @@ class ControlRegisters(wiring.Component):
         w_data = Signal(DATA_BITS, reset_less=True)
         w_strb = Signal(DATA_BITS // 8)
         bresp = Signal(2)
-        # One flip-flop per step: predecode and decode the address, fetch the
-        # old CFG fields, merge the written bytes, check (high until the
-        # request pipeline is idle), and commit (registers written, BVALID
-        # set).
+        # One flip-flop per step: predecode the address, decode it and fetch
+        # the old CFG fields, merge the written bytes, check in two steps
+        # (the rules' terms, then their verdict, high until the request
+        # pipeline is idle), and commit (registers written, BVALID set).
         steps = [Signal(name=f"csr_w_{n}")
-                 for n in ("predecode", "decode", "fetch", "merge", "check", "commit")]
-        predecode, decode, fetch, merge, check, commit = steps
+                 for n in ("predecode", "fetch", "merge", "terms", "check", "commit")]
+        predecode, fetch, merge, terms, check, commit = steps
         m.d.comb += [
             bus.awready.eq(~aw_full), bus.wready.eq(~w_full),
             bus.bvalid.eq(bvalid), bus.bresp.eq(bresp),
@@ -202,24 +153,26 @@ class ControlRegisters(wiring.Component):
         # a write starts once the previous one is done and its response taken
         start = held & ~bvalid & ~Cat(*steps).any()
         go = check & self.config.idle
-        sel = self._decode(m, aw_addr, "wsel")
+        sel, cfg_hot = self._decode(m, aw_addr, "wsel")
         m.d.comb += self.config.hold.eq(held)
         # (aw_full and w_full stay set from predecode to commit)
-        m.d.sync += [predecode.eq(start), decode.eq(predecode), fetch.eq(decode),
-                     merge.eq(fetch), check.eq((merge | (check & ~self.config.idle)) & held & ~bvalid),
+        m.d.sync += [predecode.eq(start), fetch.eq(predecode), merge.eq(fetch), terms.eq(merge),
+                     check.eq((terms | (check & ~self.config.idle)) & held & ~bvalid),
                      commit.eq(go)]
 
-        # fetch: the old CFG fields of the selected register, whether it is a
-        # CFG register, and which group of writable registers holds it
-        # (partial ORs, registered; ORed in the next step)
+        # fetch, beside the decode: the old value of the CFG register that
+        # shares the address's high bits (partial ORs, registered; ORed in
+        # the merge)
         writable = [(s, r) for s, r in zip(sel, regs)
                     if r.kind == "cfg" or r.kind == "status" or r.kind in _ADDR_KINDS]
-        cfg_old = _gather(m, [(s, store[r.name]) for s, r in zip(sel, regs) if r.kind == "cfg"],
+        cfg_old = gather(m, [(cfg_hot[r.name], store[r.name]) for r in regs if r.kind == "cfg"],
                           "csr_w_old")
-        is_cfg = _gather(m, [(s, Const(1, 1)) for s, r in zip(sel, regs) if r.kind == "cfg"],
-                         "csr_w_is_cfg", _LATER_GROUP)
-        group_sel = _gather(m, [(s, Const(1, 1)) for s, _ in writable], "csr_w_group")
-        any_group = _gather(m, [(None, q) for q in group_sel], "csr_w_groups", _LATER_GROUP)
+        # merge: whether it is a CFG register and which group of writable
+        # registers holds it (partial ORs, registered)
+        is_cfg = gather(m, [(s, Const(1, 1)) for s, r in zip(sel, regs) if r.kind == "cfg"],
+                         "csr_w_is_cfg", LATER_GROUP)
+        group_sel = gather(m, [(s, Const(1, 1)) for s, _ in writable], "csr_w_group")
+        any_group = gather(m, [(None, q) for q in group_sel], "csr_w_groups", LATER_GROUP)
         byte_mask = Cat(w_strb[i].replicate(8) for i in range(DATA_BITS // 8))
         # the bytes each register would take, registered
         wen = {r.name: Signal(len(w_strb), name=f"csr_w_en_{r.name.lower()}")
@@ -231,14 +184,15 @@ class ControlRegisters(wiring.Component):
                                [:len(STATUS_BITS)])
         # merge: the value the write would produce
         merged = Signal(CfgWordLayout)
-        cfg_q, writable_q = Signal(), Signal()
-        m.d.sync += [merged.eq((_or(cfg_old) & ~byte_mask) | (w_data & byte_mask)),
-                     cfg_q.eq(_or(is_cfg)), writable_q.eq(_or(any_group))]
-        # check: contract 4.4 on that value (a register that is not writable
-        # has no group enable, so only the response sees ``writable_q``)
-        bad = Signal()
-        m.d.sync += bad.eq(cfg_q & cfg_invalid(merged, self._params.workers,
-                                                PROFILES[self._params.profile].features))
+        m.d.sync += merged.eq((or_all(cfg_old) & ~byte_mask) | (w_data & byte_mask))
+        # check: contract 4.4 on that value, each rule's term registered, then
+        # their verdict (a register that is not writable has no group
+        # enable, so only the response sees ``writable_q``)
+        rules = cfg_terms(merged, self._params.workers, PROFILES[self._params.profile].features)
+        rules_q = {k: Signal(name=f"csr_w_rule_{k}") for k in rules}
+        cfg_q, writable_q, bad = Signal(), Signal(), Signal()
+        m.d.sync += [*(q.eq(rules[k]) for k, q in rules_q.items()), cfg_q.eq(or_all(is_cfg)),
+                     writable_q.eq(or_all(any_group)), bad.eq(cfg_q & cfg_verdict(rules_q))]
         refused = bad | ~writable_q
 
         # commit: one registered write enable per group of registers, so that
@@ -248,7 +202,7 @@ class ControlRegisters(wiring.Component):
         with m.If(commit):
             m.d.sync += [aw_full.eq(0), w_full.eq(0), bvalid.eq(1), bresp.eq(_resp(refused))]
         clear = Signal(len(STATUS_BITS))
-        for en, group in zip(applies, _groups(writable)):
+        for en, group in zip(applies, groups(writable)):
             for s, reg in group:
                 if reg.kind == "status":
                     m.d.comb += clear.eq(clear_q & en.replicate(len(clear)))
@@ -285,22 +239,22 @@ class ControlRegisters(wiring.Component):
         stage = Signal(_SEL + 2 + resolve.steps)
         levels = 2 + lo_steps
         m.d.sync += stage.eq(Cat(bus.arvalid & ~busy, stage[:-1]))
-        sel = self._decode(m, ar_addr, "rsel")
+        sel, _ = self._decode(m, ar_addr, "rsel")
 
         # Counters: the selected counter's state, captured in one cycle, then
         # settled a digit per cycle; LO when bits [31:0] are final, the HI
         # snapshot once all are (before the next read can look at it).
         lo_sel = [(s, r.index) for s, r in zip(sel, regs) if r.kind == "counter_lo"]
-        state = _gather(m, [(s, counters[j].state.as_value()) for s, j in lo_sel],
+        state = gather(m, [(s, counters[j].state.as_value()) for s, j in lo_sel],
                         "csr_rd_count")
-        m.d.sync += resolve.state.eq(_or(state))
+        m.d.sync += resolve.state.eq(or_all(state))
         snapshots = [Signal(DATA_BITS, name=f"counter{j}_hi_snap") for j in range(len(counters))]
         for s, j in lo_sel:
             take = Signal(name=f"counter{j}_hi_take")
             m.d.sync += take.eq(stage[_SEL + 1 + resolve.steps] & s)
             with m.If(take):
                 m.d.sync += snapshots[j].eq(resolve.settled[resolve.steps][DATA_BITS:])
-        lo_hit = _tree(m, [(s, Const(1, 1)) for s, _ in lo_sel], "csr_rd_lo", levels - 1)
+        lo_hit = tree(m, [(s, Const(1, 1)) for s, _ in lo_sel], "csr_rd_lo", levels - 1)
 
         sources = []
         for s, reg in zip(sel, regs):
@@ -312,15 +266,14 @@ class ControlRegisters(wiring.Component):
                 sources.append((s, snapshots[reg.index]))
             elif reg.kind != "counter_lo":
                 sources.append((s, store[reg.name]))
-        partial = _tree(m, sources, "csr_rd_part", levels)
-        hit = _tree(m, [(s, Const(1, 1)) for s, _ in sources + lo_sel], "csr_rd_hit", levels)
+        partial = tree(m, sources, "csr_rd_part", levels)
+        hit = tree(m, [(s, Const(1, 1)) for s, _ in sources + lo_sel], "csr_rd_hit", levels)
         load = Signal()
         m.d.sync += load.eq(stage[_SEL + levels - 1] & busy & ~rvalid)
-        lo_value = resolve.settled[lo_steps][:DATA_BITS]
+        lo_value = resolve.settled[lo_steps][:DATA_BITS] & or_all(lo_hit).replicate(DATA_BITS)
         with m.If(load):
-            m.d.sync += [rvalid.eq(1),
-                         rdata.eq(_or(partial) | (lo_value & _or(lo_hit).replicate(DATA_BITS))),
-                         rresp.eq(_resp(~_or(hit)))]
+            m.d.sync += [rvalid.eq(1), rdata.eq(or_all(partial) | lo_value),
+                         rresp.eq(_resp(~or_all(hit)))]
         with m.If(rvalid & bus.rready):
             m.d.sync += [rvalid.eq(0), busy.eq(0)]
 
@@ -331,61 +284,9 @@ _DIGIT = 8
 _LOW_BITS = 3
 #: Read stage in which the one-hot select is valid (see ``_decode``).
 _SEL = 2
-#: Pairs AND-ORed together in the first registered level of a one-hot
-#: multiplexer (one LUT4), and partial results ORed in each later level.
-_GROUP = 2
-_LATER_GROUP = 4
-
-
-def _groups(items, group=_GROUP):
-    return [items[i:i + group] for i in range(0, len(items), group)]
-
-
-def _gather(m, pairs, name, group=_GROUP):
-    """A registered level of a one-hot multiplexer: the OR of ``value &
-    select`` over each :func:`_groups` of ``(select, value)`` pairs (``None``
-    selects always); :func:`_or` of the result (one cycle later) is the
-    selected value."""
-    width = max((len(v) for _, v in pairs), default=1)
-    out = [Signal(width, name=f"{name}{i}") for i in range(len(_groups(pairs, group)))]
-    m.d.sync += [q.eq(_one_hot_or(g, width)) for q, g in zip(out, _groups(pairs, group))]
-    return out
-
-
-def _tree(m, pairs, name, levels):
-    """``levels`` registered levels of a one-hot multiplexer (:func:`_gather`
-    first, then ORs of :data:`_LATER_GROUP` partial results); :func:`_or` of
-    the result is the selected value, ``levels`` cycles after the selects."""
-    out = _gather(m, pairs, f"{name}_l1")
-    for level in range(2, levels + 1):
-        out = _gather(m, [(None, q) for q in out], f"{name}_l{level}", _LATER_GROUP)
-    return out
-
-
-def _and(bits):
-    out = Const(1, 1)
-    for b in bits:
-        out = out & b
-    return out
 
 
 def _resp(error):
     """SLVERR when ``error``, else OKAY."""
     assert OKAY == 0b00 and SLVERR == 0b10
     return Cat(Const(0, 1), error)
-
-
-def _or(values):
-    """OR of ``values`` (0 when there are none)."""
-    out = Const(0, 1)
-    for v in values:
-        out = out | v
-    return out
-
-
-def _one_hot_or(pairs, width=DATA_BITS):
-    """OR of ``value`` over ``(select, value)`` pairs (selects one-hot)."""
-    out = Const(0, width)
-    for s, value in pairs:
-        out = out | (value if s is None else value & s.replicate(width))
-    return out
