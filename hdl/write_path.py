@@ -19,10 +19,12 @@ QUEUE_DEPTH = 8
 
 
 def _WriteLayout(params):
-    """A classified write: ``good`` (to be written) or dropped for ``poison``."""
-    return data.StructLayout({"good": 1, "poison": 1, "tag": 16,
-                              "addr": CXL_ADDR_BITS - params.offset_bits,
-                              "data": params.line_bits, "strb": params.line_bytes})
+    """A classified write: its ``head``, ``good`` (to be written) or dropped
+    for ``poison``, and its W ``beat``."""
+    return data.StructLayout({
+        "head": data.StructLayout({"good": 1, "poison": 1, "tag": 16,
+                                   "addr": CXL_ADDR_BITS - params.offset_bits}),
+        "beat": data.StructLayout({"data": params.line_bits, "strb": params.line_bytes})})
 
 
 class WritePath(wiring.Component):
@@ -31,7 +33,10 @@ class WritePath(wiring.Component):
 
     ``rwd.ready`` is a register, high while the queue has room for every
     write accepted so far; the wide data is registered without a clock
-    enable and written into the queue.  At the queue's head a write takes an
+    enable and written into the queue.  The queue is two: the heads, whose
+    output is registered, and the W beats, read straight from their memory,
+    so that no wide register has a clock enable computed from the AXI
+    handshakes.  At the queue's head a write takes an
     AXI ID and an in-flight entry, then presents AW and W (each leaves on its
     own handshake) and leaves the queue when both are done.
 
@@ -70,7 +75,9 @@ class WritePath(wiring.Component):
         m = Module()
         p = self._params
         layout = _WriteLayout(p)
-        queue = m.submodules.queue = SyncFIFOBuffered(width=layout.size, depth=QUEUE_DEPTH)
+        queue = m.submodules.queue = SyncFIFOBuffered(width=layout["head"].shape.size,
+                                                      depth=QUEUE_DEPTH)
+        beats = m.submodules.beats = SyncFIFO(width=layout["beat"].shape.size, depth=QUEUE_DEPTH)
         cmpq = m.submodules.cmp_queue = SyncFIFO(width=16, depth=2)
 
         # -- admission and the input register ----------------------------------------
@@ -84,16 +91,20 @@ class WritePath(wiring.Component):
         w0 = Signal(layout, reset_less=True)
         m.d.sync += [
             w0_valid.eq(accept),
-            w0.good.eq(~rwd.poison & ((rwd.opcode == RwdOpcode.MEM_WR) |
-                                      (rwd.opcode == RwdOpcode.MEM_WR_PTL))),
-            w0.poison.eq(rwd.poison), w0.tag.eq(rwd.tag), w0.addr.eq(rwd.addr[p.offset_bits:]),
-            w0.data.eq(rwd.data),
-            w0.strb.eq(Mux(rwd.opcode == RwdOpcode.MEM_WR, full_line, rwd.be)),
+            w0.head.good.eq(~rwd.poison & ((rwd.opcode == RwdOpcode.MEM_WR) |
+                                           (rwd.opcode == RwdOpcode.MEM_WR_PTL))),
+            w0.head.poison.eq(rwd.poison), w0.head.tag.eq(rwd.tag),
+            w0.head.addr.eq(rwd.addr[p.offset_bits:]),
+            w0.beat.data.eq(rwd.data),
+            w0.beat.strb.eq(Mux(rwd.opcode == RwdOpcode.MEM_WR, full_line, rwd.be)),
         ]
-        m.d.comb += [queue.w_en.eq(w0_valid), queue.w_data.eq(w0)]
+        # (a beat is readable a cycle before its head, and leaves with it)
+        m.d.comb += [queue.w_en.eq(w0_valid), queue.w_data.eq(w0.head),
+                     beats.w_en.eq(w0_valid), beats.w_data.eq(w0.beat)]
 
         # -- the head: take an ID, issue AW and W, or drop ------------------------------
-        head = data.View(layout, queue.r_data)
+        head = data.View(layout["head"].shape, queue.r_data)
+        beat = data.View(layout["beat"].shape, beats.r_data)
         issued, aw_done, w_done = Signal(), Signal(), Signal()
         aw_id = Signal(p.id_bits)
         take = queue.r_rdy & head.good & ~issued & self.alloc.ok
@@ -105,9 +116,9 @@ class WritePath(wiring.Component):
             self.alloc.take.eq(take), self.alloc.entry.eq(head.tag),
             self.aw_valid.eq(issued & ~aw_done), self.aw_id.eq(aw_id),
             self.aw_addr.eq(head.addr),
-            self.w_valid.eq(issued & ~w_done), self.w_data.eq(head.data),
-            self.w_strb.eq(head.strb),
-            queue.r_en.eq(finish | drop),
+            self.w_valid.eq(issued & ~w_done), self.w_data.eq(beat.data),
+            self.w_strb.eq(beat.strb),
+            queue.r_en.eq(finish | drop), beats.r_en.eq(finish | drop),
             cmpq.w_en.eq(drop), cmpq.w_data.eq(head.tag),
             self.completions.valid.eq(cmpq.r_rdy), self.completions.payload.eq(cmpq.r_data),
             cmpq.r_en.eq(self.completions.ready),
