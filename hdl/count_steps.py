@@ -186,9 +186,9 @@ class CountSteps:
         counts, keep = [], []
         for g, sums in enumerate(line.sums):
             even, odd = sums[:_SUM_BITS], sums[_SUM_BITS:]
-            narrow = even + odd
-            wide = Cat(even[:_NIBBLE], odd + even[_NIBBLE:])
-            counts.append(self._wire(Mux(line.wide[g], wide, narrow)[:_COUNT_BITS]))
+            # one adder, its second operand chosen: odd or 16 * odd
+            addend = Mux(line.wide[g], Cat(Const(0, _NIBBLE), odd), odd)
+            counts.append(self._wire((even + addend)[:_COUNT_BITS]))
             keep.append(self._wire(line.keep_all[g] | (line.pattern_on[g] & line.mask[g])))
         return dataclasses.replace(line, sums=None, wide=None, keep_all=None, pattern_on=None,
                                    mask=None, count=Groups(counts), keep=Groups(keep))
