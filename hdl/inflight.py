@@ -1,12 +1,11 @@
 """The in-flight table: AXI transaction IDs, what each one is for, and the
 occupancy bound."""
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
-
-from .credit import unary_count
 
 __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
            "devload_level", "response_members", "ReadAllocSignature"]
@@ -16,9 +15,9 @@ class IdPool(wiring.Component):
     """Free list of the IDs ``0 .. size-1``.
 
     After reset the IDs are handed out in order from a counter; IDs given
-    back go through a ring (first in, first out) and are handed out again
-    from there.  No state survives a reset, so a reset in the middle of
-    traffic leaves every ID free.
+    back go through a FIFO and are handed out again from there.  No state
+    survives a reset, so a reset in the middle of traffic leaves every ID
+    free.
 
     Parameters
     ----------
@@ -54,35 +53,20 @@ class IdPool(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        n = self._size
-        # IDs given back wait in a ring.  No more come back than were handed
-        # out, so the ring never overflows and a free is written unchecked.
-        ring = m.submodules.ring = Memory(shape=len(self.alloc_id), depth=n, init=[])
-        wr, rd = ring.write_port(), ring.read_port(domain="comb")
-        head, tail = Signal(range(n)), Signal(range(n))
-        waiting = Signal(range(n + 1))
-        fresh = Signal(range(n))
-        fresh_left = Signal(init=1)
-        from_ring = self.alloc & ~fresh_left
+        returned = m.submodules.returned = SyncFIFO(width=len(self.alloc_id), depth=self._size)
+        fresh = Signal(range(self._size + 1))
+        fresh_left = Signal()
         m.d.comb += [
-            self.alloc_ok.eq(fresh_left | (waiting != 0)),
-            self.alloc_id.eq(Mux(fresh_left, fresh, rd.data)),
-            rd.addr.eq(head),
-            wr.en.eq(self.free), wr.addr.eq(tail), wr.data.eq(self.free_id),
+            fresh_left.eq(fresh != self._size),
+            self.alloc_ok.eq(fresh_left | returned.r_rdy),
+            self.alloc_id.eq(Mux(fresh_left, fresh, returned.r_data)),
+            returned.r_en.eq(self.alloc & ~fresh_left),
+            returned.w_en.eq(self.free),
+            returned.w_data.eq(self.free_id),
         ]
-        m.d.sync += waiting.eq(waiting + self.free - from_ring)
-        with m.If(self.free):
-            m.d.sync += tail.eq(_wrap_inc(tail, n))
-        with m.If(from_ring):
-            m.d.sync += head.eq(_wrap_inc(head, n))
         with m.If(self.alloc & fresh_left):
-            m.d.sync += [fresh.eq(fresh + 1), fresh_left.eq(fresh != n - 1)]
+            m.d.sync += fresh.eq(fresh + 1)
         return m
-
-
-def _wrap_inc(value, n):
-    """``value + 1`` modulo ``n``."""
-    return Mux(value == n - 1, 0, value + 1)
 
 
 def AllocSignature(id_bits, entry_shape):
@@ -130,7 +114,7 @@ class InFlightTable(wiring.Component):
     lists, the occupancy bound and ``devload``.
 
     Reads and writes have separate ID spaces of MAX_OUTSTANDING IDs each;
-    one occupancy count (in unary) keeps reads + writes at or below MAX_OUTSTANDING
+    one occupancy count keeps reads + writes at or below MAX_OUTSTANDING
     (a read reserved in the same cycle as a write counts first).  A read
     counts from the cycle its request is accepted (``read_reserve``), so
     no more reads are accepted than the table holds and ``devload`` counts
@@ -196,28 +180,42 @@ class InFlightTable(wiring.Component):
             sides[name] = (pool, free)
 
         (_, r_free), (wpool, w_free) = sides["read"], sides["write"]
-        # The count is kept in unary: the IDs taken this cycle are known late
-        # (they depend on the ID pools, the queues and each other), the frees
-        # are registered, and the room and devload of the next cycle are
-        # each a choice among registered flags by the takes and frees, with
-        # no adder or compare (:func:`.credit.unary_count`).
-        now, after = unary_count(m, n, [self.read_reserve.take, self.write_alloc.take],
-                                 [r_free, w_free], "in_flight")
-        m.d.sync += self.devload.eq(_level(lambda t: ~after(t), n))
+        occupied = Signal(range(n + 1))
+        # The IDs taken this cycle are known late (they depend on the ID
+        # pools, the queues and each other); the frees and the count are
+        # registered.  So every flag of the next cycle is a compare of the
+        # registered count with constants, for each change (-2..2) the takes
+        # and frees may make, chosen by them: the count's adder feeds only
+        # the count.
+        takes = self.read_reserve.take + self.write_alloc.take
+        m.d.sync += occupied.eq(occupied - r_free - w_free + takes)
+        # under[d]: the count plus d (-2..2) is below N, registered: the room
+        # for a read next cycle is one of them, chosen like the next flags.
+        under = [Signal(name=f"under{d + 2}") for d in range(-2, 3)]
+        room_next = Signal()
+        with m.Switch(Cat(self.read_reserve.take, self.write_alloc.take, r_free, w_free)):
+            for v in range(16):
+                change = (v & 1) + (v >> 1 & 1) - (v >> 2 & 1) - (v >> 3 & 1)
+                with m.Case(v):
+                    m.d.comb += room_next.eq(under[change + 2])
+                    m.d.sync += [self.devload.eq(_level(occupied, change, n)),
+                                 *(u.eq(occupied < n - change - d)
+                                   for d, u in zip(range(-2, 3), under))]
         m.d.comb += [
-            self.read_reserve.room.eq(after(n)),
+            self.read_reserve.room.eq(room_next),
             # a read reserved in the same cycle counts first
             self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_reserve.take,
-                                                        now(n - 1), now(n))),
+                                                        under[3], under[2])),
         ]
         return m
 
 
-def _level(at_least, n):
-    """devload (:func:`devload_level`) from ``at_least(t)``: the count is at
-    least ``t``."""
-    return Mux(at_least(n), 3, Mux(at_least(-(-3 * n // 4)), 2,
-                                   Mux(at_least(-(-n // 4)), 1, 0)))
+def _level(count, change, n):
+    """devload of ``count + change`` entries (:func:`devload_level`) as
+    compares of ``count`` with constants."""
+    def at_least(k):
+        return count >= k - change
+    return Mux(at_least(n), 3, Mux(at_least(-(-3 * n // 4)), 2, Mux(at_least(-(-n // 4)), 1, 0)))
 
 
 def devload_level(in_flight, max_outstanding):
