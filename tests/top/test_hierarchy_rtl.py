@@ -164,7 +164,9 @@ def run_wrapper(line_bits, workers, stages, profile, n_lines, idle, backpressure
     *((*params, *stalls) for params in [(64, 4, 1, "full"), (64, 8, 3, "full"),
                                         (128, 16, 5, "full"), (64, 8, 5, "paper")]
       for stalls in [(0.0, 0.0), (0.3, 0.4)]),
-    (512, 8, 5, "full", 0.2, 0.2),
+    # the default width, in the top at every read of the two-level and
+    # device tests (tests/top/test_device_rtl.py); alone here in make test-long
+    pytest.param(512, 8, 5, "full", 0.2, 0.2, marks=pytest.mark.long),
     pytest.param(256, 8, 8, "full", 0.0, 0.0, marks=pytest.mark.slow),
 ])
 def test_wrapper_against_golden(line_bits, workers, stages, profile, idle, backpressure):
