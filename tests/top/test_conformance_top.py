@@ -36,7 +36,7 @@ TESTS = [
 CONFIGS = [
     (64, 4, 2, 4, 8, "icarus", False),
     (64, 4, 2, 4, 8, "verilator", True),
-    (512, 8, 5, 3, 16, "verilator", True),
+    (512, 8, 5, 8, 32, "verilator", True),     # the default top: one build with test_top_sim
 ]
 
 # Departures from the contract found by this bench, as strict expected failures:

@@ -262,9 +262,9 @@ def test_count_lane_formal(operand, layout):
 
 # -- two levels through the exported top ----------------------------------------
 
-#: The default width as tests/top/test_device_rtl.py builds it (one build
-#: of the top a simulator serves both).
-TOP = TopParams(line_bits=512, workers=8, stages=5, regions=4, max_outstanding=16)
+#: The default top, as tests/top/test_device_rtl.py and test_top_sim.py
+#: build it (one build a simulator serves them all).
+TOP = TopParams()
 
 
 @pytest.mark.parametrize("simulator", ["verilator", "icarus"])
