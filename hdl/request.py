@@ -58,6 +58,7 @@ class Kind:
 #: (the paper's 2-of-3 gate): P, K.
 FIXED_PATTERN = (3, 2)
 
+
 def ReadCfgLayout(params):
     """CFG fields a read needs when its line returns: the core's inputs but
     for the mask, which replaces P, K and the phase; and with the
