@@ -162,7 +162,6 @@ class RequestPipeline(wiring.Component):
         a_valid, a = stage("a", accept, {
             "opcode": self.req.payload.opcode, "addr": self.req.payload.addr[p.offset_bits:],
             "tag": self.req.payload.tag})
-        keep = ("kind", "addr", "tag")
         m1_valid, m1 = stage("m1", a_valid, {"kind": _kind(m, a["opcode"]),
                                             "addr": a["addr"], "tag": a["tag"],
                                             "cmp": self._compare_halves(a["addr"])})

@@ -75,7 +75,7 @@ async def test_two_levels_match_one_controller(dut):
                                  threshold=THRESHOLD, layout=layout)
             h = await Hierarchy.create([rtl, *models], rtl, n, policy, base1=0x10000,
                                        base2=0x40, region1=0, region2=1)
-            assert h.operand == Operand.COUNTS4 if params.workers <= 8 else Operand.COUNTS8
+            assert h.operand == (Operand.COUNTS4 if params.workers <= 8 else Operand.COUNTS8)
             got = await h.aggregate(g)
             want = expected(g > 0, mode, fmt, kind, params.line_bits)
             assert got.tolist() == want.tolist(), (layout.name, mode.name, fmt.name, kind.name)
