@@ -63,7 +63,7 @@ $(STAMP): pyproject.toml
 verilog: $(STAMP)
 	$(VENV)/bin/neuron-fabric-export --line-bits $(LINE_BITS) --workers $(WORKERS) \
 	    --stages $(STAGES) --regions $(REGIONS) --max-outstanding $(MAX_OUTSTANDING) \
-	    --profile $(PROFILE) --out-dir build/verilog
+	    --profile $(PROFILE) --out-dir build/verilog --cache build/cache/verilog
 
 lint: verilog
 	$(PY) -m neuron_fabric.sim.lint build/verilog

@@ -4,8 +4,14 @@ Command line: ``neuron-fabric-export --help`` (or ``python -m
 neuron_fabric.hdl.export``); ``make verilog`` calls it.
 """
 
+import fcntl
+import functools
+import hashlib
+import json
+import os
 import pathlib
 import sys
+import tempfile
 
 from neuron_fabric.host.facts import (DATAPATH_MODULE, DEFAULTS, LINE_BITS_CHOICES,
                                       MAX_OUTSTANDING_RANGE, PROFILES, REGIONS_RANGE,
@@ -20,7 +26,7 @@ from amaranth.lib.wiring import In, Out
 from .datapath import DatapathDesign
 
 __all__ = ["FlatDatapath", "FlatHierarchy", "datapath_verilog", "hierarchy_verilog",
-           "top_verilog", "write_verilog", "main"]
+           "top_verilog", "cached_verilog", "write_verilog", "main"]
 
 
 def _flat_port(direction, field):
@@ -166,6 +172,44 @@ def top_verilog(*, line_bits=DEFAULTS["line_bits"], workers=DEFAULTS["workers"],
     return header + verilog.convert(top, name=TOP_MODULE, emit_src=False)
 
 
+@functools.cache
+def _sources_digest():
+    """Digest of every Python source the export reads: the gateware and the
+    host-side facts it is built from, and Amaranth's version."""
+    import amaranth
+    from neuron_fabric import host
+    h = hashlib.sha256(amaranth.__version__.encode())
+    for root in (pathlib.Path(__file__).parent, pathlib.Path(host.__file__).parent):
+        for path in sorted(root.rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def cached_verilog(export, folder, **params):
+    """``export(**params)`` (one of this module's ``*_verilog`` functions),
+    kept in ``folder`` and reused while the sources, Amaranth and ``params``
+    are the same (elaborating the 512-bit top takes about a minute).  Processes
+    asking for the same export wait for the first one instead of repeating it."""
+    key = {k: ({"name": v.name, "features": sorted(v.features)} if hasattr(v, "features")
+               else v) for k, v in sorted(params.items())}
+    digest = hashlib.sha256(json.dumps([_sources_digest(), export.__name__, key])
+                            .encode()).hexdigest()[:24]
+    path = pathlib.Path(folder) / f"{export.__name__}-{digest}.v"
+    if path.exists():
+        return path.read_text()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():                            # written while we waited
+            return path.read_text()
+        text = export(**params)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)                        # readers never see half a file
+    return text
+
+
 def write_verilog(path, text):
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -197,6 +241,9 @@ def _parser():
                    help="feature profile of the datapath (default %(default)s)")
     p.add_argument("--out-dir", default="build/verilog",
                    help="folder for the .v files (default %(default)s)")
+    p.add_argument("--cache", metavar="DIR",
+                   help="keep each export in DIR and reuse it while the sources and "
+                        "parameters are unchanged (make uses build/cache/verilog)")
     return p
 
 
@@ -214,10 +261,19 @@ def main(argv=None):
         return 2
     core = dict(line_bits=params.line_bits, workers=params.workers, stages=params.stages,
                 profile=params.profile)
-    texts = {DATAPATH_MODULE: datapath_verilog(**core)}
+    jobs = {DATAPATH_MODULE: (datapath_verilog, core)}
     if not args.no_top:
-        texts[TOP_MODULE] = top_verilog(**core, regions=params.regions,
-                                        max_outstanding=params.max_outstanding)
+        jobs[TOP_MODULE] = (top_verilog, dict(core, regions=params.regions,
+                                              max_outstanding=params.max_outstanding))
+    texts = {}
+    for module, (function, kwargs) in jobs.items():
+        try:
+            texts[module] = (function(**kwargs) if args.cache is None
+                             else cached_verilog(function, args.cache, **kwargs))
+        except OSError as exc:
+            print(f"neuron-fabric-export: error: cannot keep {module}.v in the cache "
+                  f"{args.cache!r}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     for module, text in texts.items():
         try:
             path = write_verilog(pathlib.Path(args.out_dir) / f"{module}.v", text)

@@ -36,13 +36,16 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["REPO", "BUILD", "BENCH_PARAMS", "bench_params", "verilator_env",
+__all__ = ["REPO", "BUILD", "VERILOG_CACHE", "BENCH_PARAMS", "bench_params", "verilator_env",
            "available_simulators", "build_bench", "run_bench", "run_cocotb", "file_lock",
            "lint_verilog"]
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
 
+#: Exports kept by :func:`neuron_fabric.hdl.export.cached_verilog` (shared
+#: with ``make``'s flows).
+VERILOG_CACHE = BUILD / "cache" / "verilog"
 #: Shared simulator builds, one folder per build key.
 BUILDS = BUILD / "cocotb" / "builds"
 #: ccache's object cache for Verilator models.

@@ -113,15 +113,17 @@ def resolve_profile(name):
 
 def verilog(config):
     """Verilog text of the datapath core or the top for ``config``."""
+    # The exporter's own text, so the flow builds what a user gets.
+    from neuron_fabric.hdl.export import cached_verilog, datapath_verilog, top_verilog
+    from neuron_fabric.sim.toolchain import VERILOG_CACHE
     if config.is_top:
-        # The exporter's own text, so the flow builds what a user gets.
-        from neuron_fabric.hdl.export import top_verilog
-        return top_verilog(line_bits=config.line_bits, workers=config.workers,
-                           stages=config.stages, profile=config.profile)
-    from neuron_fabric.hdl.export import datapath_verilog
+        return cached_verilog(top_verilog, VERILOG_CACHE, line_bits=config.line_bits,
+                              workers=config.workers, stages=config.stages,
+                              profile=config.profile)
     return (f"// {TOP}: {config.name}\n"
-            + datapath_verilog(line_bits=config.line_bits, workers=config.workers,
-                               stages=config.stages, profile=resolve_profile(config.profile)))
+            + cached_verilog(datapath_verilog, VERILOG_CACHE, line_bits=config.line_bits,
+                             workers=config.workers, stages=config.stages,
+                             profile=resolve_profile(config.profile)))
 
 
 def verilog_files(configs, jobs):

@@ -94,3 +94,42 @@ assert set(PROFILES) == {"full", "paper"}
 def test_ports_match_spec(export_datapath, line_bits, workers, stages, profile):
     text = export_datapath(line_bits, workers, stages, profile).read_text()
     assert module_ports(text, DATAPATH_MODULE) == spec_ports(line_bits, workers)
+
+
+def test_cli_cache_gives_the_direct_export(tmp_path):
+    """--cache: the first run keeps the export, the second reads it back; both
+    write what an export without the cache writes."""
+    args = [str(EXPORT), "--no-top", "--line-bits", "64", "--workers", "4", "--stages", "1"]
+    for out in ("direct", "first", "second"):
+        cache = [] if out == "direct" else ["--cache", str(tmp_path / "cache")]
+        proc = subprocess.run([*args, "--out-dir", str(tmp_path / out), *cache],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+    kept = list((tmp_path / "cache").glob("datapath_verilog-*.v"))
+    assert len(kept) == 1
+    direct = (tmp_path / "direct" / "neuron_fabric_datapath.v").read_text()
+    for out in ("first", "second"):
+        assert (tmp_path / out / "neuron_fabric_datapath.v").read_text() == direct
+
+
+def test_cache_reuses_by_parameters_and_sources(tmp_path, monkeypatch):
+    """An export runs once per parameter set; a change in the sources' digest
+    runs it again."""
+    from neuron_fabric.hdl import export as export_module
+    calls = []
+
+    def fake_verilog(**params):
+        calls.append(params)
+        return f"// {sorted(params.items())}\n"
+
+    cache = tmp_path / "cache"
+    first = export_module.cached_verilog(fake_verilog, cache, line_bits=64,
+                                         profile=PROFILES["full"])
+    again = export_module.cached_verilog(fake_verilog, cache, line_bits=64,
+                                         profile=PROFILES["full"])
+    other = export_module.cached_verilog(fake_verilog, cache, line_bits=128,
+                                         profile=PROFILES["full"])
+    assert first == again and other != first and len(calls) == 2
+    monkeypatch.setattr(export_module, "_sources_digest", lambda: "edited sources")
+    export_module.cached_verilog(fake_verilog, cache, line_bits=64, profile=PROFILES["full"])
+    assert len(calls) == 3

@@ -40,3 +40,16 @@ def test_unwritable_out_dir_is_one_line(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert str(blocker / "sub") in lines[0]
+
+
+def test_unusable_cache_is_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    out = tmp_path / "out"
+    proc = _export("--line-bits", "64", "--no-top", "--out-dir", str(out),
+                   "--cache", str(blocker / "cache"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert str(blocker / "cache") in lines[0]
+    assert not out.exists(), "nothing may be written on error"

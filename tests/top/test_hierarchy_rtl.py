@@ -26,7 +26,7 @@ from neuron_fabric.host.regmap import cfg_check, cfg_encode
 from neuron_fabric.sim import formal_hierarchy
 from neuron_fabric.sim.formal import run_sby
 from neuron_fabric.sim.tb_hierarchy import expected_line, random_line
-from neuron_fabric.sim.toolchain import BUILD, available_simulators, run_cocotb
+from neuron_fabric.sim.toolchain import BUILD, VERILOG_CACHE, available_simulators, run_cocotb
 
 HIERARCHY = ("hierarchy",)
 
@@ -212,11 +212,11 @@ def test_count_line_phase(width, lanes, count_lanes):
 def _export(line_bits, workers, stages, profile, simulator):
     """The wrapper's Verilog under ``build/hierarchy/<set>/<simulator>/`` (a
     folder per simulator, so parallel tests never share a file)."""
-    from neuron_fabric.hdl.export import hierarchy_verilog, write_verilog
+    from neuron_fabric.hdl.export import cached_verilog, hierarchy_verilog, write_verilog
     folder = BUILD / "hierarchy" / f"L{line_bits}_W{workers}_S{stages}_{profile}" / simulator
     return write_verilog(folder / f"{HIERARCHY_MODULE}.v",
-                         hierarchy_verilog(line_bits=line_bits, workers=workers, stages=stages,
-                                           profile=profile))
+                         cached_verilog(hierarchy_verilog, VERILOG_CACHE, line_bits=line_bits,
+                                        workers=workers, stages=stages, profile=profile))
 
 
 @pytest.mark.parametrize("simulator,line_bits,workers,stages,lines", [

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from neuron_fabric.hdl.export import top_verilog, write_verilog
+from neuron_fabric.hdl.export import cached_verilog, top_verilog, write_verilog
 from neuron_fabric.host.facts import TopParams
-from neuron_fabric.sim.toolchain import BUILD, REPO, verilator_env
+from neuron_fabric.sim.toolchain import BUILD, REPO, VERILOG_CACHE, verilator_env
 from neuron_fabric.host.facts import TOP_MODULE
 
 
@@ -68,7 +68,8 @@ def test_ports_follow_spec(params):
 
 @pytest.fixture(scope="module")
 def default_top():
-    return write_verilog(BUILD / "tests" / "top_export" / "neuron_fabric.v", top_verilog())
+    return write_verilog(BUILD / "tests" / "top_export" / "neuron_fabric.v",
+                         cached_verilog(top_verilog, VERILOG_CACHE))
 
 
 @pytest.mark.skipif(not shutil.which("iverilog"), reason="iverilog not installed")
