@@ -21,7 +21,11 @@ SIM       ?= verilator
 
 .PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
 
-all: verilog lint functional summary
+# verilog, lint, functional and summary; the summary's routes (the longest
+# part) run beside the export, lint and the functional check, each export
+# done once (build/cache/verilog) and each output line kept whole.
+all: $(STAMP)
+	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=line lint functional summary
 
 help:
 	@echo "make              verilog, lint, functional, summary (the default configuration, minutes)"

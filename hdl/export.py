@@ -190,8 +190,13 @@ def cached_verilog(export, folder, **params):
     kept in ``folder`` and reused while the sources, Amaranth and ``params``
     are the same (elaborating the 512-bit top takes about a minute).  Processes
     asking for the same export wait for the first one instead of repeating it."""
-    key = {k: ({"name": v.name, "features": sorted(v.features)} if hasattr(v, "features")
-               else v) for k, v in sorted(params.items())}
+    def part(name, value):          # a profile by name or as a Profile: one key
+        if name == "profile":
+            value = PROFILES.get(value, value) if isinstance(value, str) else value
+        if hasattr(value, "features"):
+            return {"name": value.name, "features": sorted(value.features)}
+        return value
+    key = {k: part(k, v) for k, v in sorted(params.items())}
     digest = hashlib.sha256(json.dumps([_sources_digest(), export.__name__, key])
                             .encode()).hexdigest()[:24]
     path = pathlib.Path(folder) / f"{export.__name__}-{digest}.v"

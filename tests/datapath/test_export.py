@@ -130,6 +130,8 @@ def test_cache_reuses_by_parameters_and_sources(tmp_path, monkeypatch):
     other = export_module.cached_verilog(fake_verilog, cache, line_bits=128,
                                          profile=PROFILES["full"])
     assert first == again and other != first and len(calls) == 2
+    by_name = export_module.cached_verilog(fake_verilog, cache, line_bits=64, profile="full")
+    assert by_name == first and len(calls) == 2, "a profile's name and its Profile: one entry"
     monkeypatch.setattr(export_module, "_sources_digest", lambda: "edited sources")
     export_module.cached_verilog(fake_verilog, cache, line_bits=64, profile=PROFILES["full"])
     assert len(calls) == 3
