@@ -131,8 +131,11 @@ class CountSteps:
 
     def pair_sums(self, line: CountLine) -> CountLine:
         has = self._profile.has
-        raw = Cat(*line.data)
-        views = [raw] + [element_major(raw, contributors, bits) for bits, contributors in
+        raw = self._wire(Cat(*line.data))
+        # (each view through a signal of its own: slicing the permutation
+        # itself would rebuild it for every slice at elaboration)
+        views = [raw] + [self._wire(element_major(raw, contributors, bits))
+                         for bits, contributors in
                          map(count_geometry, (Operand.COUNTS4, Operand.COUNTS8))]
         pairs = []
         for g in range(self._lanes):
