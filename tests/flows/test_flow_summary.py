@@ -52,8 +52,9 @@ def test_the_top_is_a_flow_configuration():
     assert Config("full", 512, 8, 5).module == DATAPATH_MODULE
     with pytest.raises(ValueError, match="'neuron_fabrik'"):
         Config("full", 512, 8, 5, "neuron_fabrik")
-    assert flowlib.top_configs() == [top]
-    assert flowlib.top_configs(["paper"]) == []
+    paper_top = Config("paper", 512, 8, 5, TOP_MODULE)
+    assert flowlib.top_configs() == [top, paper_top]
+    assert flowlib.top_configs(["paper"]) == [paper_top]
 
 
 def test_route_summary_keeps_modules_apart():
