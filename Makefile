@@ -23,9 +23,9 @@ SIM       ?= verilator
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
-# done once (build/cache/verilog) and each output line kept whole.
+# done once (build/cache/verilog).
 all: $(STAMP)
-	$(MAKE) --no-print-directory -j$(JOBS) --output-sync=line lint functional summary
+	$(MAKE) --no-print-directory -j$(JOBS) lint functional summary
 
 help:
 	@echo "make              verilog, lint, functional, summary (the default configuration, minutes)"
