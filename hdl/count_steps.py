@@ -85,7 +85,7 @@ class CountLine:
     count: Optional[Groups] = None      # c
     keep: Optional[Groups] = None       # kept by G-Binary or the PATTERN mask
     margin: Optional[Groups] = None     # a = 2c - total, 12 bits
-    nonzero: Optional[Groups] = None    # a != 0
+    nonzero: Optional[Groups] = None    # a != 0, as two bits whose OR it is
     kept: Optional[Groups] = None       # the gate keeps the lane
     out: Optional[Groups] = None        # the output lane
 
@@ -203,8 +203,10 @@ class CountSteps:
             margins.append(self._wire((twice - line.total_c[g])[:_MARGIN_BITS]))
             # a = 2c - total is 0 iff total is even and c = total / 2: an
             # equality (LUTs), not a third carry chain beside the limits'
-            # compares
-            nonzero.append(self._wire((c != line.half[g]) | line.total_c[g][0]))
+            # compares; in two halves of c, ORed in step E
+            half, split = line.half[g], _COUNT_BITS // 2
+            nonzero.append(self._wire(Cat(c[:split] != half[:split],
+                                          (c[split:] != half[split:]) | line.total_c[g][0])))
             keep = line.keep[g]
             if line.high is not None:
                 # |2c - total| >= T  <=>  2c >= total + T  or  2c <= total - T
@@ -228,7 +230,7 @@ class CountSteps:
                 if j >= _MARGIN_BITS:
                     bits.append(upper)
                     continue
-                sign_j = nonzero if j == 0 else neg     # sgn(a): 1, 0 or all ones
+                sign_j = nonzero.any() if j == 0 else neg   # sgn(a): 1, 0 or all ones
                 value = (is_margin & a[j]) | (is_sign & sign_j)
                 if j < _COUNT_BITS:
                     value = value | (is_count & c[j])

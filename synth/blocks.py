@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 from amaranth import Module, Signal
 from amaranth.back import verilog as amaranth_verilog
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import TopParams
@@ -47,6 +47,28 @@ def _by_params(module, name):
     return make
 
 
+class _AlwaysReady(wiring.Component):
+    """The core with the hierarchy extension as the top runs it: its output
+    always ready (so no clock enable of its comes from a port)."""
+
+    def __init__(self, p):
+        from neuron_fabric.hdl.hierarchy import Hierarchy
+        self._inner = Hierarchy(line_bits=p.line_bits, workers=p.workers, stages=p.stages,
+                                profile=p.profile)
+        super().__init__({"i_stream": In(stream.Signature(self._inner.i_stream.payload.shape())),
+                          "o_valid": Out(1), "o_payload": Out(self._inner.o_stream.payload.shape())})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.hierarchy = inner = self._inner
+        m.d.comb += [inner.i_stream.valid.eq(self.i_stream.valid),
+                     self.i_stream.ready.eq(inner.i_stream.ready),
+                     inner.i_stream.payload.eq(self.i_stream.payload),
+                     inner.o_stream.ready.eq(1), self.o_valid.eq(inner.o_stream.valid),
+                     self.o_payload.eq(inner.o_stream.payload)]
+        return m
+
+
 def _top(p):
     from neuron_fabric.hdl.top import Top
     return Top(line_bits=p.line_bits, workers=p.workers, stages=p.stages, regions=p.regions,
@@ -62,6 +84,7 @@ BLOCKS = {
     "write": _by_params("write_path", "WritePath"),
     "read": _by_params("read_path", "ReadPath"),
     "ndr": _by_params("ndr", "NdrArbiter"),
+    "hierarchy": _AlwaysReady,
     "top": _top,
 }
 
