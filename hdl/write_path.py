@@ -41,11 +41,12 @@ class WritePath(wiring.Component):
     :class:`.queue.CreditQueue`: the heads and the W beats, each written
     every cycle at a registered address and read at a registered address,
     so no wide register or memory has an enable or address computed from
-    the AXI handshakes.  The head leaves its queue for a register (narrow)
-    that knows whether it waits for an ID, so a write's ``take`` is that
-    register and the table's ``ok``.  There a write takes an AXI ID and an
-    in-flight entry, then presents AW and W (W straight from the beats'
-    memory; each leaves on its own handshake) and leaves when both are done.
+    the AXI handshakes.  The heads leave their queue for two registers
+    (narrow) in turn, each with a flag that says whether its write waits
+    for an ID, so a write's ``take`` is that flag and the table's ``ok``.
+    There a write takes an AXI ID and an in-flight entry, then presents AW
+    and W (W straight from the beats' memory; each leaves on its own
+    handshake) and leaves when both are done.
 
     Parameters
     ----------
@@ -87,8 +88,14 @@ class WritePath(wiring.Component):
                                                  slices=BEAT_SLICES)
 
         # -- admission and the input register ----------------------------------------
-        leave = Signal()
-        ready = credit_ready(m, QUEUE_DEPTH, self.rwd.valid, leave)
+        # A write leaves (``leave``) when its head is done; the credit and the
+        # beats' read address see it a cycle later (``left``): the next
+        # beat is presented at the earliest two cycles after its head
+        # becomes the current one, and the window counts the write a cycle
+        # longer.
+        leave, left = Signal(), Signal()
+        m.d.sync += left.eq(leave)
+        ready = credit_ready(m, QUEUE_DEPTH, self.rwd.valid, left)
         accept = self.rwd.valid & ready
         m.d.comb += self.rwd.ready.eq(ready)
 
@@ -109,6 +116,7 @@ class WritePath(wiring.Component):
         m.d.comb += [heads.w_en.eq(w0_valid), heads.w_data.eq(w0.head),
                      beats.w_en.eq(w0_valid), beats.w_data.eq(w0.beat)]
 
+        m.d.comb += beats.r_en.eq(left)
         self._head(m, layout, heads, beats, leave)
         return m
 
@@ -118,36 +126,28 @@ class WritePath(wiring.Component):
         takes an ID, issues AW and W, or is dropped."""
         p = self._params
         cmpq = m.submodules.cmp_queue = SyncFIFO(width=16, depth=2)
-        slots = [Signal(layout["head"].shape, reset_less=True, name=f"head{k}")
-                 for k in range(2)]
+        shape = layout["head"].shape
+        slots = [Signal(shape, reset_less=True, name=f"head{k}") for k in range(2)]
         full = [Signal(name=f"full{k}") for k in range(2)]
+        # each slot: it holds a good write not yet taken / a write to drop
+        wait = [Signal(name=f"wait{k}") for k in range(2)]
+        drops = [Signal(name=f"drops{k}") for k in range(2)]
         cur, nxt = Signal(name="cur"), Signal(name="nxt")  # the current slot, the next loaded
-        waiting, dropping = Signal(name="waiting"), Signal(name="dropping")
-        drop_ok, cmp_room = Signal(name="drop_ok"), Signal(name="cmp_room", init=1)
+        cmp_room = Signal(name="cmp_room", init=1)
         issued, need_aw = Signal(name="issued"), Signal(name="need_aw")
         need_w = Signal(name="need_w")
         aw_id = Signal(p.id_bits)
-        head = data.View(layout["head"].shape, Mux(cur, slots[1], slots[0]))
-        other = data.View(layout["head"].shape, Mux(cur, slots[0], slots[1]))
-        queued = data.View(layout["head"].shape, heads.r_data)
+        head = data.View(shape, Mux(cur, slots[1], slots[0]))
+        queued = data.View(shape, heads.r_data)
         beat = data.View(layout["beat"].shape, beats.r_data)
         loads = [heads.r_rdy & ~full[k] & (nxt == k) for k in range(2)]
-        take = waiting & self.alloc.ok
+        take = Mux(cur, wait[1], wait[0]) & self.alloc.ok
         finish = issued & (~need_aw | self.aw_ready) & (~need_w | self.w_ready)
-        drop = drop_ok
+        drop = Mux(cur, drops[1], drops[0]) & cmp_room
         pop = cmpq.r_rdy & self.completions.ready
-        # the head of the next cycle, when it is new: the other slot, or the
-        # queue's head loaded now
-        full_other = Mux(cur, full[0], full[1])
-        load_other, load_cur = Mux(cur, loads[0], loads[1]), Mux(cur, loads[1], loads[0])
-        arrive = (leave & (full_other | load_other)) | load_cur
-        good = Mux(leave & full_other, other.good, queued.good)
-        dropping_next = Mux(arrive, ~good, dropping & ~drop)
-        room_next = Mux(drop, Mux(pop, below(cmpq.level, 2), below(cmpq.level, 1)),
-                        Mux(pop, 1, below(cmpq.level, 2)))
         m.d.comb += [
             leave.eq(finish | drop),
-            heads.r_en.eq(loads[0] | loads[1]), beats.r_en.eq(leave),
+            heads.r_en.eq(loads[0] | loads[1]),
             self.alloc.take.eq(take), self.alloc.entry.eq(head.tag),
             self.aw_valid.eq(need_aw), self.aw_id.eq(aw_id), self.aw_addr.eq(head.addr),
             self.w_valid.eq(need_w), self.w_data.eq(beat.data), self.w_strb.eq(beat.strb),
@@ -160,15 +160,21 @@ class WritePath(wiring.Component):
         ]
         m.d.sync += [
             cur.eq(cur ^ leave), nxt.eq(nxt ^ loads[0] ^ loads[1]),
-            waiting.eq(Mux(arrive, good, waiting & ~take)),
-            dropping.eq(dropping_next), cmp_room.eq(room_next),
-            drop_ok.eq(dropping_next & room_next),
+            cmp_room.eq(Mux(drop, Mux(pop, below(cmpq.level, 2), below(cmpq.level, 1)),
+                            Mux(pop, 1, below(cmpq.level, 2)))),
         ]
         for k in range(2):
+            here = cur == k
             with m.If(loads[k]):
-                m.d.sync += [slots[k].eq(queued), full[k].eq(1)]
-            with m.Elif(leave & (cur == k)):
-                m.d.sync += full[k].eq(0)
+                m.d.sync += [slots[k].eq(queued), full[k].eq(1), wait[k].eq(queued.good),
+                             drops[k].eq(~queued.good)]
+            with m.Else():
+                with m.If(leave & here):
+                    m.d.sync += full[k].eq(0)
+                with m.If(take & here):
+                    m.d.sync += wait[k].eq(0)
+                with m.If(drop & here):
+                    m.d.sync += drops[k].eq(0)
         with m.If(take):
             m.d.sync += [issued.eq(1), need_aw.eq(1), need_w.eq(1), aw_id.eq(self.alloc.id)]
         with m.Else():
