@@ -2,9 +2,29 @@
 from outside follows: its ``ready`` is a register, high only while all it
 has admitted and not yet passed on fits in the queue behind it."""
 
-from amaranth import Signal
+from functools import reduce
 
-__all__ = ["credit_ready"]
+from amaranth import Const, Mux, Signal
+
+__all__ = ["credit_ready", "below"]
+
+
+def below(x, k):
+    """Whether the unsigned ``x`` is below the constant ``k``, as gates
+    (no carry chain): at the first bit from the top where ``x`` and ``k``
+    differ, ``k`` has the one."""
+    if k <= 0:
+        return Const(0)
+    if k >= 1 << len(x):
+        return Const(1)
+    terms, same = [], Const(1)
+    for i in reversed(range(len(x))):
+        if k >> i & 1:
+            terms.append(same & ~x[i])
+            same = same & x[i]
+        else:
+            same = same & ~x[i]
+    return reduce(lambda a, b: a | b, terms)
 
 
 def credit_ready(m, depth, valid, give, hold=None, room=None):
@@ -31,7 +51,13 @@ def credit_ready(m, depth, valid, give, hold=None, room=None):
     """
     held = Signal(range(depth + 1))
     ready = Signal()
-    nxt = held + (valid & ready) - give
-    m.d.sync += [held.eq(nxt), ready.eq((nxt < depth) & (~hold if hold is not None else 1)
-                                        & (room if room is not None else 1))]
+    admit = valid & ready
+    m.d.sync += held.eq(held + admit - give)
+    # Whether the count of the next cycle is below depth, as a compare of
+    # the registered count with a constant chosen by what enters and
+    # leaves (the count's adder feeds only the count).
+    fits = Mux(admit, Mux(give, below(held, depth), below(held, depth - 1)),
+               Mux(give, 1, below(held, depth)))
+    m.d.sync += ready.eq(fits & (~hold if hold is not None else 1)
+                         & (room if room is not None else 1))
     return ready

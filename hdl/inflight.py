@@ -7,6 +7,8 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .credit import below
+
 __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
            "devload_level", "response_members", "ReadAllocSignature"]
 
@@ -184,9 +186,9 @@ class InFlightTable(wiring.Component):
         # The IDs taken this cycle are known late (they depend on the ID
         # pools, the queues and each other); the frees and the count are
         # registered.  So every flag of the next cycle is a compare of the
-        # registered count with constants, for each change (-2..2) the takes
-        # and frees may make, chosen by them: the count's adder feeds only
-        # the count.
+        # registered count with constants (as gates, :func:`.credit.below`,
+        # not carry chains), for each change (-2..2) the takes and frees may
+        # make, chosen by them: the count's adder feeds only the count.
         takes = self.read_reserve.take + self.write_alloc.take
         m.d.sync += occupied.eq(occupied - r_free - w_free + takes)
         # under[d]: the count plus d (-2..2) is below N, registered: the room
@@ -199,7 +201,7 @@ class InFlightTable(wiring.Component):
                 with m.Case(v):
                     m.d.comb += room_next.eq(under[change + 2])
                     m.d.sync += [self.devload.eq(_level(occupied, change, n)),
-                                 *(u.eq(occupied < n - change - d)
+                                 *(u.eq(below(occupied, n - change - d))
                                    for d, u in zip(range(-2, 3), under))]
         m.d.comb += [
             self.read_reserve.room.eq(room_next),
@@ -214,7 +216,7 @@ def _level(count, change, n):
     """devload of ``count + change`` entries (:func:`devload_level`) as
     compares of ``count`` with constants."""
     def at_least(k):
-        return count >= k - change
+        return ~below(count, k - change)
     return Mux(at_least(n), 3, Mux(at_least(-(-3 * n // 4)), 2, Mux(at_least(-(-n // 4)), 1, 0)))
 
 

@@ -7,26 +7,38 @@ Stages::
     R1  the entry: BYPASS reads and read errors go to the bypass queue,
         the others into the core with the entry's configuration and mask
     core output -> core queue
-    DRS register: round robin between the core queue and the bypass queue
+    DRS: round robin between the core queue and the bypass queue
 
 ``r_ready`` is a register, high while every beat accepted and not yet sent
 on DRS fits in either queue; so the core's output is never refused (the
 core runs with ``out_ready`` high and never stalls) and no clock enable
-sits on the wide registers before the queues.
+sits on the wide registers before the queues.  The queues are
+:class:`.queue.CreditQueue`: written every cycle at a registered address,
+read at a registered address straight from their memories.  The round
+robin chooses a cycle ahead which queue DRS shows, and holds it while DRS
+waits; each slice of the DRS data is chosen by its own copy of that
+register (:func:`.queue.select_copies`), so the wide data sees only
+registered addresses and selects.
 """
 
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import DRS_MEMDATA, Mode
 from .bus import DrsLayout, OKAY
 from .credit import credit_ready
 from .inflight import response_members
+from .queue import CreditQueue, select_copies
 from .request import ReadCfgLayout, ReadEntryLayout
 
 __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
+
+#: Memories each of the two queues is cut into (each with its own addresses).
+QUEUE_SLICES = 8
+
+#: Copies of the register that chooses DRS's queue, each for a slice of DRS.
+SELECT_COPIES = 4
 
 
 def CoreInLayout(params):
@@ -73,18 +85,18 @@ class ReadPath(wiring.Component):
 
     @property
     def depth(self):
-        """Beats between ``r_ready`` and the DRS register: the core's STAGES,
-        the registers around it, and one round trip of the credit."""
+        """Beats between ``r_ready`` and DRS: the core's STAGES, the
+        registers around it, and one round trip of the credit."""
         return self._params.stages + 8
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
         depth = self.depth
-        coreq = m.submodules.core_queue = SyncFIFOBuffered(width=CoreOutLayout(p).size,
-                                                           depth=depth)
-        bypq = m.submodules.bypass_queue = SyncFIFOBuffered(width=_BypassLayout(p).size,
-                                                            depth=depth)
+        coreq = m.submodules.core_queue = CreditQueue(CoreOutLayout(p).size, depth,
+                                                      slices=QUEUE_SLICES)
+        bypq = m.submodules.bypass_queue = CreditQueue(_BypassLayout(p).size, depth,
+                                                       slices=QUEUE_SLICES)
         drs_take = self.drs.valid & self.drs.ready
         m.d.comb += self.r_ready.eq(credit_ready(m, depth, self.r_valid, drs_take))
 
@@ -117,26 +129,44 @@ class ReadPath(wiring.Component):
         return m
 
     def _arbiter(self, m, coreq, bypq):
-        """The DRS register, loaded round robin from the two queues."""
+        """DRS, round robin between the two queues, chosen a cycle ahead."""
         p = self._params
-        valid = Signal()
-        payload = Signal(DrsLayout(p.line_bits), reset_less=True)
-        last_core = Signal()
-        load = ~valid | self.drs.ready
-        pick_core = coreq.r_rdy & (~bypq.r_rdy | ~last_core)
-        pick_bypass = bypq.r_rdy & ~pick_core
+        valid, show_core, last_core = Signal(), Signal(), Signal()
+        ready = self.drs.ready
+        nxt = _choice(valid, show_core, last_core, (coreq.r_rdy, coreq.more),
+                      (bypq.r_rdy, bypq.more), ready)
         core = data.View(CoreOutLayout(p), coreq.r_data)
-        bypass = data.View(_BypassLayout(p), bypq.r_data)
-        m.d.comb += [coreq.r_en.eq(load & pick_core), bypq.r_en.eq(load & pick_bypass),
-                     self.drs.valid.eq(valid), self.drs.payload.eq(payload),
-                     self.drs.payload.opcode.eq(DRS_MEMDATA),
-                     self.drs.payload.devload.eq(self.devload)]
-        with m.If(load):
-            m.d.sync += valid.eq(pick_core | pick_bypass)
-            with m.If(pick_core):
-                m.d.sync += [payload.data.eq(core.data), payload.tag.eq(core.tag),
-                             payload.poison.eq(0), last_core.eq(1)]
-            with m.Elif(pick_bypass):
-                m.d.sync += [payload.data.eq(bypass.data), payload.tag.eq(bypass.tag),
-                             payload.poison.eq(bypass.poison), last_core.eq(0)]
+        # the core's line as a bypass entry: its line and tag, no poison
+        from_core = Cat(core.data, core.tag, Const(0, 1))
+        chosen = Signal(_BypassLayout(p))
+        cuts = [_BypassLayout(p).size * k // SELECT_COPIES for k in range(SELECT_COPIES + 1)]
+        copies = select_copies(m, nxt[1], SELECT_COPIES)
+        for (lo, hi), show in zip(zip(cuts, cuts[1:]), copies):
+            m.d.comb += chosen.as_value()[lo:hi].eq(Mux(show, from_core[lo:hi],
+                                                        bypq.r_data[lo:hi]))
+        take = valid & ready
+        m.d.comb += [
+            coreq.r_en.eq(take & show_core), bypq.r_en.eq(take & ~show_core),
+            self.drs.valid.eq(valid),
+            self.drs.payload.data.eq(chosen.data), self.drs.payload.tag.eq(chosen.tag),
+            self.drs.payload.poison.eq(chosen.poison),
+            self.drs.payload.opcode.eq(DRS_MEMDATA),
+            self.drs.payload.devload.eq(self.devload),
+        ]
+        m.d.sync += [valid.eq(nxt[0]), show_core.eq(nxt[1]), last_core.eq(nxt[2])]
         return m
+
+
+def _choice(valid, show_core, last_core, core, bypass, ready):
+    """The round robin: ``valid``, ``show_core`` and ``last_core`` of the
+    next cycle from this cycle's and DRS's ``ready``; ``core`` and ``bypass``
+    are each queue's ``(r_rdy, more)``.  It chooses from what is in the
+    queues now: a line written this cycle waits a cycle more, so the choice
+    sees only registers and DRS's ready."""
+    take, hold = valid & ready, valid & ~ready
+    stays_core = Mux(take & show_core, core[1], core[0])
+    stays_bypass = Mux(take & ~show_core, bypass[1], bypass[0])
+    pick_core = stays_core & (~stays_bypass | ~last_core)
+    pick_bypass = stays_bypass & ~pick_core
+    return (hold | pick_core | pick_bypass, Mux(hold, show_core, pick_core),
+            Mux(hold | ~(pick_core | pick_bypass), last_core, pick_core))

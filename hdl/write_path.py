@@ -3,19 +3,23 @@ MemWrPtl, Cmp completions for the dropped ones (contract 4.2)."""
 
 from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO, SyncFIFOBuffered
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CXL_ADDR_BITS, RwdOpcode
 from .bus import RwdLayout
-from .credit import credit_ready
+from .credit import below, credit_ready
 from .inflight import AllocSignature
+from .queue import CreditQueue
 
 __all__ = ["WritePath"]
 
 #: Depth of the write queue: covers the writes between admission and the
 #: queue's output, so that one is accepted per cycle.
 QUEUE_DEPTH = 8
+
+#: Memories the W beats' queue is cut into (each with its own addresses).
+BEAT_SLICES = 8
 
 
 def _WriteLayout(params):
@@ -33,12 +37,16 @@ class WritePath(wiring.Component):
 
     ``rwd.ready`` is a register, high while the queue has room for every
     write accepted so far; the wide data is registered without a clock
-    enable and written into the queue.  The queue is two: the heads, whose
-    output is registered, and the W beats, read straight from their memory,
-    so that no wide register has a clock enable computed from the AXI
-    handshakes.  At the queue's head a write takes an
-    AXI ID and an in-flight entry, then presents AW and W (each leaves on its
-    own handshake) and leaves the queue when both are done.
+    enable and written into the queue.  The queue is two
+    :class:`.queue.CreditQueue`: the heads and the W beats, each written
+    every cycle at a registered address and read at a registered address,
+    so no wide register or memory has an enable or address computed from
+    the AXI handshakes.  The heads leave their queue for two registers
+    (narrow) in turn, each with a flag that says whether its write waits
+    for an ID, so a write's ``take`` is that flag and the table's ``ok``.
+    There a write takes an AXI ID and an in-flight entry, then presents AW
+    and W (W straight from the beats' memory; each leaves on its own
+    handshake) and leaves when both are done.
 
     Parameters
     ----------
@@ -75,13 +83,19 @@ class WritePath(wiring.Component):
         m = Module()
         p = self._params
         layout = _WriteLayout(p)
-        queue = m.submodules.queue = SyncFIFOBuffered(width=layout["head"].shape.size,
-                                                      depth=QUEUE_DEPTH)
-        beats = m.submodules.beats = SyncFIFO(width=layout["beat"].shape.size, depth=QUEUE_DEPTH)
-        cmpq = m.submodules.cmp_queue = SyncFIFO(width=16, depth=2)
+        heads = m.submodules.queue = CreditQueue(layout["head"].shape.size, QUEUE_DEPTH)
+        beats = m.submodules.beats = CreditQueue(layout["beat"].shape.size, QUEUE_DEPTH,
+                                                 slices=BEAT_SLICES)
 
         # -- admission and the input register ----------------------------------------
-        ready = credit_ready(m, QUEUE_DEPTH, self.rwd.valid, queue.r_rdy & queue.r_en)
+        # A write leaves (``leave``) when its head is done; the credit and the
+        # beats' read address see it a cycle later (``left``): the next
+        # beat is presented at the earliest two cycles after its head
+        # becomes the current one, and the window counts the write a cycle
+        # longer.
+        leave, left = Signal(), Signal()
+        m.d.sync += left.eq(leave)
+        ready = credit_ready(m, QUEUE_DEPTH, self.rwd.valid, left)
         accept = self.rwd.valid & ready
         m.d.comb += self.rwd.ready.eq(ready)
 
@@ -99,26 +113,44 @@ class WritePath(wiring.Component):
             w0.beat.strb.eq(Mux(rwd.opcode == RwdOpcode.MEM_WR, full_line, rwd.be)),
         ]
         # (a beat is readable a cycle before its head, and leaves with it)
-        m.d.comb += [queue.w_en.eq(w0_valid), queue.w_data.eq(w0.head),
+        m.d.comb += [heads.w_en.eq(w0_valid), heads.w_data.eq(w0.head),
                      beats.w_en.eq(w0_valid), beats.w_data.eq(w0.beat)]
 
-        # -- the head: take an ID, issue AW and W, or drop ------------------------------
-        head = data.View(layout["head"].shape, queue.r_data)
-        beat = data.View(layout["beat"].shape, beats.r_data)
-        issued, aw_done, w_done = Signal(), Signal(), Signal()
+        m.d.comb += beats.r_en.eq(left)
+        self._head(m, layout, heads, beats, leave)
+        return m
+
+    def _head(self, m, layout, heads, beats, leave):
+        """The heads leave their queue for two registers in turn, each loaded
+        only while it is empty (an enable from registers); the current one
+        takes an ID, issues AW and W, or is dropped."""
+        p = self._params
+        cmpq = m.submodules.cmp_queue = SyncFIFO(width=16, depth=2)
+        shape = layout["head"].shape
+        slots = [Signal(shape, reset_less=True, name=f"head{k}") for k in range(2)]
+        full = [Signal(name=f"full{k}") for k in range(2)]
+        # each slot: it holds a good write not yet taken / a write to drop
+        wait = [Signal(name=f"wait{k}") for k in range(2)]
+        drops = [Signal(name=f"drops{k}") for k in range(2)]
+        cur, nxt = Signal(name="cur"), Signal(name="nxt")  # the current slot, the next loaded
+        cmp_room = Signal(name="cmp_room", init=1)
+        issued, need_aw = Signal(name="issued"), Signal(name="need_aw")
+        need_w = Signal(name="need_w")
         aw_id = Signal(p.id_bits)
-        take = queue.r_rdy & head.good & ~issued & self.alloc.ok
-        aw_fire = self.aw_valid & self.aw_ready
-        w_fire = self.w_valid & self.w_ready
-        finish = issued & (aw_done | aw_fire) & (w_done | w_fire)
-        drop = queue.r_rdy & ~head.good & cmpq.w_rdy
+        head = data.View(shape, Mux(cur, slots[1], slots[0]))
+        queued = data.View(shape, heads.r_data)
+        beat = data.View(layout["beat"].shape, beats.r_data)
+        loads = [heads.r_rdy & ~full[k] & (nxt == k) for k in range(2)]
+        take = Mux(cur, wait[1], wait[0]) & self.alloc.ok
+        finish = issued & (~need_aw | self.aw_ready) & (~need_w | self.w_ready)
+        drop = Mux(cur, drops[1], drops[0]) & cmp_room
+        pop = cmpq.r_rdy & self.completions.ready
         m.d.comb += [
+            leave.eq(finish | drop),
+            heads.r_en.eq(loads[0] | loads[1]),
             self.alloc.take.eq(take), self.alloc.entry.eq(head.tag),
-            self.aw_valid.eq(issued & ~aw_done), self.aw_id.eq(aw_id),
-            self.aw_addr.eq(head.addr),
-            self.w_valid.eq(issued & ~w_done), self.w_data.eq(beat.data),
-            self.w_strb.eq(beat.strb),
-            queue.r_en.eq(finish | drop), beats.r_en.eq(finish | drop),
+            self.aw_valid.eq(need_aw), self.aw_id.eq(aw_id), self.aw_addr.eq(head.addr),
+            self.w_valid.eq(need_w), self.w_data.eq(beat.data), self.w_strb.eq(beat.strb),
             cmpq.w_en.eq(drop), cmpq.w_data.eq(head.tag),
             self.completions.valid.eq(cmpq.r_rdy), self.completions.payload.eq(cmpq.r_data),
             cmpq.r_en.eq(self.completions.ready),
@@ -126,13 +158,29 @@ class WritePath(wiring.Component):
             self.unsupported.eq(drop & ~head.poison),
             self.writes.eq(take),
         ]
+        m.d.sync += [
+            cur.eq(cur ^ leave), nxt.eq(nxt ^ loads[0] ^ loads[1]),
+            cmp_room.eq(Mux(drop, Mux(pop, below(cmpq.level, 2), below(cmpq.level, 1)),
+                            Mux(pop, 1, below(cmpq.level, 2)))),
+        ]
+        for k in range(2):
+            here = cur == k
+            with m.If(loads[k]):
+                m.d.sync += [slots[k].eq(queued), full[k].eq(1), wait[k].eq(queued.good),
+                             drops[k].eq(~queued.good)]
+            with m.Else():
+                with m.If(leave & here):
+                    m.d.sync += full[k].eq(0)
+                with m.If(take & here):
+                    m.d.sync += wait[k].eq(0)
+                with m.If(drop & here):
+                    m.d.sync += drops[k].eq(0)
         with m.If(take):
-            m.d.sync += [issued.eq(1), aw_id.eq(self.alloc.id)]
-        with m.If(finish):
-            m.d.sync += [issued.eq(0), aw_done.eq(0), w_done.eq(0)]
+            m.d.sync += [issued.eq(1), need_aw.eq(1), need_w.eq(1), aw_id.eq(self.alloc.id)]
         with m.Else():
-            with m.If(aw_fire):
-                m.d.sync += aw_done.eq(1)
-            with m.If(w_fire):
-                m.d.sync += w_done.eq(1)
-        return m
+            with m.If(finish):
+                m.d.sync += issued.eq(0)
+            with m.If(self.aw_ready):
+                m.d.sync += need_aw.eq(0)
+            with m.If(self.w_ready):
+                m.d.sync += need_w.eq(0)

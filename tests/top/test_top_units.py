@@ -1,8 +1,9 @@
 """Fast checks of the top's pieces: register map against contract 4.4, generated
 docs up to date, driver validation, gate-phase and gate-mask logic and the
-ID free list (Amaranth simulator)."""
+ID free list, the credit-admitted queue and its compares (Amaranth simulator)."""
 
 import asyncio
+import collections
 import random
 
 import pytest
@@ -10,7 +11,9 @@ from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
 from neuron_fabric.host.driver import BusError, CfgError, Driver
+from neuron_fabric.hdl.credit import below
 from neuron_fabric.hdl.inflight import IdPool, InFlightTable
+from neuron_fabric.hdl.queue import CreditQueue
 from neuron_fabric.host.facts import Format, GateKind, Mode
 from neuron_fabric.hdl.phase import (MODULI, gate_mask, leaves, pattern_table, phase_candidates,
                                     phase_lookup, reduce, tree_levels)
@@ -230,6 +233,58 @@ def test_id_pool_hands_out_each_id_once():
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("depth, slices", [(8, 1), (13, 4), (16, 3)])
+def test_credit_queue_follows_a_fifo(depth, slices):
+    """Random writes (never more than ``depth`` items in) and reads (only
+    while ``r_rdy``), in spells of mostly writes and mostly reads: ``r_rdy``,
+    ``more`` and the head follow a model FIFO, and ``rdy_next`` and
+    ``more_next`` are the next cycle's."""
+    dut = CreditQueue(24, depth, slices=slices)
+    rng = random.Random(depth)
+
+    async def bench(ctx):
+        model = collections.deque()
+        for cycle in range(2000):
+            assert ctx.get(dut.r_rdy) == bool(model)
+            assert ctx.get(dut.more) == (len(model) >= 2)
+            if model:
+                assert ctx.get(dut.r_data) == model[0]
+            p_write = (0.9, 0.3)[cycle // 100 % 2]
+            read = bool(model) and rng.random() < 1 - p_write
+            write = len(model) - read < depth and rng.random() < p_write
+            word = rng.getrandbits(24)
+            ctx.set(dut.w_en, write), ctx.set(dut.w_data, word), ctx.set(dut.r_en, read)
+            if read:
+                model.popleft()
+            if write:
+                model.append(word)
+            assert ctx.get(dut.rdy_next) == bool(model)
+            assert ctx.get(dut.more_next) == (len(model) >= 2)
+            await ctx.tick()
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_below_compares_with_a_constant():
+    x = Signal(5)
+    ks = range(-2, 36)
+    m = Module()
+    outs = [Signal(name=f"below{i}") for i in range(len(ks))]
+    m.d.comb += [o.eq(below(x, k)) for o, k in zip(outs, ks)]
+
+    async def bench(ctx):
+        for v in range(32):
+            ctx.set(x, v)
+            assert [ctx.get(o) for o in outs] == [int(v < k) for k in ks], v
+
+    sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
 
