@@ -28,12 +28,12 @@ caller can put a register between them.
 
 from math import gcd
 
-from amaranth import Cat, Const, Signal
+from amaranth import Cat, Const, Mux, Signal
 
 __all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "tree_levels", "add_pairs",
            "residue_low", "residue_high", "phase_candidates", "choose_low", "choose_high",
-           "phase_lookup", "phase_reference",
-           "keep_below", "pattern_low", "pattern_table", "mask_low", "mask_high", "gate_mask"]
+           "phase_lookup", "phase_reference", "keep_below", "pattern_start", "halve",
+           "pattern_table", "mask_low", "mask_high", "gate_mask"]
 
 #: Moduli whose residues the trees compute (3 beside 9, so that no period's
 #: phase table needs more than five residue bits).
@@ -194,7 +194,7 @@ def pattern_table(period, keep, lanes, below=None):
     P in 1..15 and K in 0..P (``period``, ``keep``: Values); with ints, the
     constant table of a fixed pattern.  Given ``below`` (:func:`keep_below`
     of K, registered by the caller), each bit is one of its bits chosen by P
-    (a 16:1 choice, :func:`pattern_low` then :func:`choose_high`) and
+    (a 16:1 choice, :func:`pattern_start` then :func:`halve` thrice) and
     ``keep`` is not used; without, each bit is a function of P and K."""
     length = lanes + _PHASES - 1
     if isinstance(period, int):
@@ -205,17 +205,25 @@ def pattern_table(period, keep, lanes, below=None):
             residues = Cat(*(Const(u % q if q else 0, 4) for q in range(PERIOD_MAX + 1)))
             bits.append(keep > residues.word_select(period, 4))
         return Cat(*bits)
-    return choose_high(pattern_low(period, below, lanes), period, length)
+    values = pattern_start(period, below, lanes)
+    for bit in (1, 2, 3):
+        values = halve(values, period[bit])
+    return values[0]
 
 
-def pattern_low(period, below, lanes):
+def pattern_start(period, below, lanes):
     """First step of the table from :func:`keep_below`'s ``below``: for each
-    value ``g`` of P's high two bits, the table of P = 4g + P[:2] (four
-    Values of E + 15 bits)."""
+    value ``h`` of P[3:1], the table of P = 2h + P[0] (eight Values of
+    E + 15 bits, each bit a choice of two)."""
     length = lanes + _PHASES - 1
-    return [Cat(*(Cat(*(below[u % q] if q else Const(0, 1) for q in range(4 * g, 4 * g + 4)))
-                  .bit_select(period[:2], 1) for u in range(length)))
-            for g in range(4)]
+    return [Cat(*(Mux(period[0], below[u % (2 * h + 1)], below[u % (2 * h)] if h else 0)
+                  for u in range(length))) for h in range(8)]
+
+
+def halve(values, select):
+    """A further step: of each pair of :func:`pattern_start`'s values, the
+    one ``select`` (the next bit of P) chooses, bit by bit."""
+    return [Mux(select, values[i + 1], values[i]) for i in range(0, len(values), 2)]
 
 
 def mask_low(table, phase, lanes):

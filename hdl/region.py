@@ -12,7 +12,7 @@ well: :func:`pair_choice` within each pair of regions, then
 :func:`first_choice` among the pairs and the default.
 """
 
-from amaranth import Cat, Mux
+from amaranth import Cat, Const, Mux
 
 __all__ = ["CHUNK", "RUN", "chunk_compare", "runs", "below", "pair_choice", "first_choice"]
 
@@ -44,14 +44,14 @@ def chunk_compare(addr, bound):
 
 def runs(lt, le):
     """``(lt, le)`` of :func:`chunk_compare`'s results for runs of :data:`RUN`
-    chunks, each a carry chain: below is the carry out of ``le + lt`` (a
-    chunk below generates a carry, an equal one propagates it), at most
-    is not the carry out of ``~lt + ~le`` (above, the same way)."""
+    chunks, each a carry chain with no logic around it: below is the carry
+    out of ``le + lt`` (a chunk below generates a carry, an equal one
+    propagates it), at most the same with a carry in (a low bit 1 + 1)."""
     out_lt, out_le = [], []
     for i in range(0, len(lt), RUN):
         r_lt, r_le = lt[i:i + RUN], le[i:i + RUN]
         out_lt.append((r_le + r_lt)[len(r_lt)])
-        out_le.append(~(~r_lt + ~r_le)[len(r_lt)])
+        out_le.append((Cat(Const(1, 1), r_le) + Cat(Const(1, 1), r_lt))[len(r_lt) + 1])
     return Cat(*out_lt), Cat(*out_le)
 
 

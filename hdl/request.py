@@ -13,8 +13,9 @@ Stages (one register each, no clock enable: the pipeline never stalls)::
     M5  the same of the first match (DEFAULT_CFG and 0 when none)
     LEAF residues of 6-bit groups of the address and of minus BASE
         (phase.py), whose sum is the line index; the low three bits of the
-        index; the pattern table T[u] = (u mod P) < K for each P[3:2]
+        index; the pattern table T[u] = (u mod P) < K for each P[3:1]
     T1.. the leaves' sums, one level of adds each (four at 512 bits); T
+        chosen by P[1], P[2], P[3] in T1..T3
     R1  each sum modulo q for each value of its bits above the low six
     R2  each residue of the line index  -> issue queue
     PC  the phase for every P
@@ -44,7 +45,7 @@ from .credit import credit_ready
 from .csr import CfgLayout, ConfigSignature
 from .inflight import ReadAllocSignature, ReserveSignature
 from .phase import (MODULI, add_pairs, choose_high, choose_low, keep_below, leaves, mask_high,
-                    mask_low, pattern_low, pattern_table, phase_candidates, residue_high,
+                    mask_low, halve, pattern_start, pattern_table, phase_candidates, residue_high,
                     residue_low)
 from .region import CHUNK, RUN, below, chunk_compare, first_choice, pair_choice, runs
 
@@ -211,8 +212,8 @@ class RequestPipeline(wiring.Component):
         # table (a function of CFG alone) forms beside them, then is carried.
         programmable = PROFILES[p.profile].has("gate_pattern_programmable")
         keep = ("kind", "addr", "tag", "id", "cfg")
-        table = (pattern_low(data.View(CfgLayout, m5["cfg"]).period, m5["below"], p.lanes)
-                 if programmable else pattern_table(*FIXED_PATTERN, p.lanes))
+        table = (pattern_start(data.View(CfgLayout, m5["cfg"]).period, m5["below"], p.lanes)
+                 if programmable else [pattern_table(*FIXED_PATTERN, p.lanes)])
         sums = {q: [v[:(q - 1).bit_length()] for v in vs + leaves(m, m5["base"], True)[q]]
                 for q, vs in leaves(m, m5["addr"]).items()}
         t_valid, t = stage("leaf", m5_valid, {
@@ -220,18 +221,17 @@ class RequestPipeline(wiring.Component):
             **{f"r{q}": vs for q, vs in sums.items()}}, keep, m5)
         keep = ("kind", "addr", "tag", "id", "cfg", "table")
         for level in range((len(sums[MODULI[0]]) - 1).bit_length()):
-            if programmable and level == 0:
-                table = choose_high(t["table"], data.View(CfgLayout, t["cfg"]).period,
-                                    p.lanes + 15)
+            table, period = t["table"], data.View(CfgLayout, t["cfg"]).period
             t_valid, t = stage(f"t{level + 1}", t_valid, {
-                "table": table if level == 0 else t["table"], "low": t["low"],
+                "table": halve(table, period[4 - (len(table) - 1).bit_length()])
+                if len(table) > 1 else table, "low": t["low"],
                 **{f"r{q}": add_pairs(t[f"r{q}"]) for q in MODULI}}, keep[:5], t)
         parts = {q: residue_low(t[f"r{q}"][0], q) for q in MODULI}
         t_valid, t = stage("r1", t_valid, {
             "low": t["low"], **{f"r{q}": parts[q][0] for q in MODULI},
-            **{f"h{q}": parts[q][1] for q in MODULI}}, keep, t)
+            **{f"h{q}": parts[q][1] for q in MODULI if len(parts[q][1])}}, keep, t)
         t_valid, t = stage("r2", t_valid, {"low": t["low"], **{
-            f"r{q}": residue_high(t[f"r{q}"], t[f"h{q}"]) for q in MODULI}}, keep, t)
+            f"r{q}": residue_high(t[f"r{q}"], t.get(f"h{q}", Cat())) for q in MODULI}}, keep, t)
         # The phase for every P, then the one of this P in two steps, then
         # the mask in two.  A count line (contract section 5.3) has
         # E_c = LINE_BITS / 32 elements.
@@ -246,7 +246,7 @@ class RequestPipeline(wiring.Component):
         ph_valid, ph = stage("ph2", ph1_valid, {"phase": choose_high(
             ph1["cand"], data.View(CfgLayout, ph1["cfg"]).period, 4)}, keep, ph1)
         k1_valid, k1 = stage("k1", ph_valid, {
-            "shifted": mask_low(ph["table"], ph["phase"], p.lanes),
+            "shifted": mask_low(ph["table"][0], ph["phase"], p.lanes),
             "phase": ph["phase"]}, keep[:5], ph)
         k1_cfg = data.View(CfgLayout, k1["cfg"])
         entry = Signal(ReadEntryLayout(p))

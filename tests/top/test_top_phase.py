@@ -8,8 +8,8 @@ import pytest
 from amaranth import Cat, Module, Signal
 from amaranth.sim import Simulator
 
-from neuron_fabric.hdl.phase import (MODULI, add_pairs, choose_high, gate_mask, keep_below,
-                                    leaves, mask_high, mask_low, pattern_low, pattern_table,
+from neuron_fabric.hdl.phase import (MODULI, add_pairs, gate_mask, halve, keep_below, leaves,
+                                    mask_high, mask_low, pattern_start, pattern_table,
                                     phase_candidates, phase_lookup, reduce, residue_high,
                                     residue_low, tree_levels)
 from neuron_fabric.hdl.region import RUN, below, chunk_compare, runs
@@ -59,17 +59,17 @@ def test_phase_logic(width, lanes):
 def test_gate_mask_logic(lanes):
     """The mask the top hands the core, for every P, K and phase, against
     the golden model's gate_pattern (contract section 2): in one step, and
-    in the request pipeline's steps (the table from r < K, then by P[1:0]
-    and P[3:2]; the mask by phase[1:0], then phase[3:2])."""
+    in the request pipeline's steps (the table from r < K, then by each bit
+    of P in turn; the mask by phase[1:0], then phase[3:2])."""
     m = Module()
     period, keep, phase = Signal(4), Signal(4), Signal(4)
     mask, stepped, fixed = Signal(lanes), Signal(lanes), Signal(lanes)
-    groups = [Signal(lanes + 15) for _ in range(4)]
+    starts = [Signal(lanes + 15) for _ in range(8)]
     table, shifted = Signal(lanes + 15), Signal(lanes + 12)
     m.d.comb += [mask.eq(gate_mask(pattern_table(period, keep, lanes), phase, lanes)),
                  fixed.eq(gate_mask(pattern_table(3, 2, lanes), phase, lanes)),
-                 Cat(*groups).eq(Cat(*pattern_low(period, keep_below(keep), lanes))),
-                 table.eq(choose_high(groups, period, lanes + 15)),
+                 Cat(*starts).eq(Cat(*pattern_start(period, keep_below(keep), lanes))),
+                 table.eq(halve(halve(halve(starts, period[1]), period[2]), period[3])[0]),
                  shifted.eq(mask_low(table, phase, lanes)),
                  stepped.eq(mask_high(shifted, phase, lanes))]
 
