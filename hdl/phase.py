@@ -2,42 +2,32 @@
 and the PATTERN gate mask the datapath core takes (contract section 3 (v2)).
 
 A division by a run-time P would be a long combinational path, so the
-residue of the line index is formed for the moduli 3, 5, 7, 9, 11 and 13
-(the odd prime powers below 16) from leaves, each a table of 6 bits of the
-index (its residue weighted by its position); the residue modulo 8 is the
-low three bits, and each P then combines the residues it needs (Chinese
-remainder theorem) with the factor E in one small table.  The leaves are
-brought to one residue either by trees of small modular adders (each a
-table of its two residues, :func:`reduce`) or, as the request pipeline
-does, by a tree of plain integer adds (:func:`add_pairs`, short carry
-chains) and a reduction of the sum in two steps (:func:`residue_low`,
-:func:`residue_high`), each step no more than a table of six bits.  Every
-function here is one such step, so that the caller can put pipeline
-registers between them.
+residue of the line index is formed for the moduli 5, 7, 9, 11 and 13 (the
+odd prime powers below 16) by trees of small modular adders (each a table
+of its two 4-bit residues, leaves a table of 6 bits of the index), the residue
+modulo 8 is the low three bits, and each P then combines the residues it
+needs (Chinese remainder theorem) with the factor E in one small table.
+The tree is split into steps so that the caller can put pipeline registers
+between them.
 
 The mask is periodic in the lane index: lane ``i`` is kept iff
 ``(phase + i) mod P < K``, i.e. ``mask[i] = T[i + phase]`` for the table
 ``T[u] = (u mod P) < K``.  :func:`pattern_table` forms ``T`` from P and K
 alone (each bit a function of eight bits), so it can be computed beside
 the phase; :func:`gate_mask` then selects each lane's bit by the phase (a
-16:1 multiplexer per lane).  Each 16:1 choice (the phase by P, a table bit
-by P, a mask bit by the phase) is also given as two 4:1 steps (``*_low``
-by the select's low two bits, ``*_high`` by its high two), so that the
-caller can put a register between them.
+16:1 multiplexer per lane).
 """
 
 from math import gcd
 
-from amaranth import Cat, Const, Mux, Signal
+from amaranth import Cat, Const, Signal
 
-__all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "tree_levels", "add_pairs",
-           "residue_low", "residue_high", "phase_candidates", "choose_low", "choose_high",
-           "phase_lookup", "phase_reference", "keep_below", "pattern_start", "halve",
-           "pattern_table", "mask_low", "mask_high", "gate_mask"]
+__all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "tree_levels", "phase_candidates",
+           "phase_lookup", "phase_reference",
+           "keep_below", "pattern_table", "gate_mask"]
 
-#: Moduli whose residues the trees compute (3 beside 9, so that no period's
-#: phase table needs more than five residue bits).
-MODULI = (3, 5, 7, 9, 11, 13)
+#: Moduli whose residues the trees compute.
+MODULI = (5, 7, 9, 11, 13)
 PERIOD_MAX = 15
 _LEAF_BITS = 6
 #: Values a 4-bit phase can take: the table reaches 15 entries past the last lane.
@@ -59,22 +49,18 @@ def _mod_add(a, b, q):
     return Const(table, 4 << 2 * w).word_select(Cat(a[:w], b[:w]), 4)
 
 
-def leaves(m, x, negate=False):
+def leaves(m, x):
     """First step: for each modulus ``q`` the residues of the 6-bit groups
-    of ``x`` (each weighted by its position), one table per group; with
-    ``negate``, the residues of minus each group's weighted value (so that
-    the leaves of ``a`` and the negated leaves of ``b`` sum to ``a - b``
-    modulo ``q``)."""
-    sign = -1 if negate else 1
+    of ``x`` (each weighted by its position), one table per group."""
     out = {}
     for q in MODULI:
         parts = []
         for lsb in range(0, len(x), _LEAF_BITS):
             group = x[lsb:lsb + _LEAF_BITS]
-            table = sum((sum(((v >> k) & 1) * sign * pow(2, lsb + k, q)
+            table = sum((sum(((v >> k) & 1) * pow(2, lsb + k, q)
                              for k in range(len(group))) % q) << (4 * v)
                         for v in range(1 << len(group)))
-            part = Signal(4, name=f"leaf{'n' if negate else ''}{q}_{lsb // _LEAF_BITS}")
+            part = Signal(4, name=f"leaf{q}_{lsb // _LEAF_BITS}")
             m.d.comb += part.eq(Const(table, 4 << len(group)).word_select(group, 4))
             parts.append(part)
         out[q] = parts
@@ -100,43 +86,19 @@ def reduce(values, q, levels=None):
     return values
 
 
-def add_pairs(values):
-    """One level of the pipeline's residue sum: neighbours added as plain
-    integers (a carry chain of a few cells), reduced modulo q only at the
-    end by :func:`residue_low` and :func:`residue_high`."""
-    return [values[i] + values[i + 1] if i + 1 < len(values) else values[i]
-            for i in range(0, len(values), 2)]
-
-
-def residue_low(total, q):
-    """First step of ``total mod q`` (``total`` the sum of the leaves): for
-    each value of the bits above the low six, a table of the low six;
-    returns those (4 bits each) and the high bits that choose among them."""
-    low, high = total[:_LEAF_BITS], total[_LEAF_BITS:]
-    parts = [Const(sum((((v + (h << _LEAF_BITS)) % q) << (4 * v))
-                       for v in range(1 << len(low))), 4 << len(low)).word_select(low, 4)
-             for h in range(1 << len(high))]
-    return parts, high
-
-
-def residue_high(parts, high):
-    """Second step: the part :func:`residue_low`'s high bits choose."""
-    return Cat(*parts).word_select(high, 4) if len(high) else parts[0]
-
-
 def _factor_inputs(p):
     """For period ``p``: the power of two dividing it and the tree moduli whose
-    residues determine ``x mod p`` (the largest power of each odd prime)."""
+    residues determine ``x mod p``."""
     two = p & -p
     odd = p // two
-    mods = [q for q in MODULI if odd % q == 0 and gcd(odd // q, q) == 1]
+    mods = [q for q in MODULI if gcd(q, odd) > 1]
     return two, mods
 
 
 def phase_candidates(low_bits, residues, lanes, alternative=None):
     """The phase for each period P (list index, 0..15) from ``low_bits``
     (x mod 8) and the residues (one Value per modulus, each < q): each a
-    table of the few residue bits P needs (at most 5), so all of them form
+    table of the few residue bits P needs (at most 7), so all of them form
     in one shallow step; :func:`phase_lookup` then picks one by P.
 
     ``alternative``, a pair ``(select, lanes_2)``, makes each table one
@@ -166,21 +128,9 @@ def phase_candidates(low_bits, residues, lanes, alternative=None):
     return out
 
 
-def choose_low(words, select, width):
-    """First step of the choice of one of 16 ``width``-bit ``words`` by the
-    4-bit ``select``: for each value of ``select[2:]``, the word chosen by
-    ``select[:2]`` (four words of ``width`` bits)."""
-    return [Cat(*words[4 * g:4 * g + 4]).word_select(select[:2], width) for g in range(4)]
-
-
-def choose_high(groups, select, width):
-    """Second step: the one of :func:`choose_low`'s words chosen by ``select[2:]``."""
-    return Cat(*groups).word_select(select[2:], width)
-
-
 def phase_lookup(period, candidates):
     """The phase for the run-time ``period`` from :func:`phase_candidates`."""
-    return choose_high(choose_low(candidates, period, 4), period, 4)
+    return Cat(*candidates).word_select(period, 4)
 
 
 def keep_below(keep):
@@ -194,8 +144,8 @@ def pattern_table(period, keep, lanes, below=None):
     P in 1..15 and K in 0..P (``period``, ``keep``: Values); with ints, the
     constant table of a fixed pattern.  Given ``below`` (:func:`keep_below`
     of K, registered by the caller), each bit is one of its bits chosen by P
-    (a 16:1 choice, :func:`pattern_start` then :func:`halve` thrice) and
-    ``keep`` is not used; without, each bit is a function of P and K."""
+    (a 16:1 choice) and ``keep`` is not used; without, each bit is a
+    function of P and K."""
     length = lanes + _PHASES - 1
     if isinstance(period, int):
         return Const(sum(1 << u for u in range(length) if u % period < keep), length)
@@ -205,40 +155,11 @@ def pattern_table(period, keep, lanes, below=None):
             residues = Cat(*(Const(u % q if q else 0, 4) for q in range(PERIOD_MAX + 1)))
             bits.append(keep > residues.word_select(period, 4))
         return Cat(*bits)
-    values = pattern_start(period, below, lanes)
-    for bit in (1, 2, 3):
-        values = halve(values, period[bit])
-    return values[0]
-
-
-def pattern_start(period, below, lanes):
-    """First step of the table from :func:`keep_below`'s ``below``: for each
-    value ``h`` of P[3:1], the table of P = 2h + P[0] (eight Values of
-    E + 15 bits, each bit a choice of two)."""
-    length = lanes + _PHASES - 1
-    return [Cat(*(Mux(period[0], below[u % (2 * h + 1)], below[u % (2 * h)] if h else 0)
-                  for u in range(length))) for h in range(8)]
-
-
-def halve(values, select):
-    """A further step: of each pair of :func:`pattern_start`'s values, the
-    one ``select`` (the next bit of P) chooses, bit by bit."""
-    return [Mux(select, values[i + 1], values[i]) for i in range(0, len(values), 2)]
-
-
-def mask_low(table, phase, lanes):
-    """First step of the mask: the table shifted down by ``phase[:2]``
-    (E + 12 bits)."""
-    return Cat(*(table[u:u + 4].bit_select(phase[:2], 1) for u in range(lanes + _PHASES - 4)))
-
-
-def mask_high(shifted, phase, lanes):
-    """Second step: :func:`mask_low`'s bits shifted down by ``4 * phase[2:]``."""
-    return Cat(*(shifted[i:i + _PHASES:4].bit_select(phase[2:], 1) for i in range(lanes)))
+    return Cat(*(Cat(Const(0, 1), *(below[u % q] for q in range(1, PERIOD_MAX + 1)))
+                 .bit_select(period, 1) for u in range(length)))
 
 
 def gate_mask(table, phase, lanes):
     """The PATTERN gate mask, bit ``i`` = ``T[i + phase]`` (contract section 2:
-    lane ``i`` kept iff ``(phase + i) mod P < K``), in one step (the same as
-    :func:`mask_high` of :func:`mask_low`)."""
+    lane ``i`` kept iff ``(phase + i) mod P < K``)."""
     return Cat(*(table[i:i + _PHASES].bit_select(phase, 1) for i in range(lanes)))

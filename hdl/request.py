@@ -5,32 +5,29 @@ Stages (one register each, no clock enable: the pipeline never stalls)::
 
     A   accept (opcode, line address, tag); a read reserves its table place
     M1  opcode class (a read takes its ID); each region's BASE and LIMIT
-        compared with the address in 2-bit chunks (region.py)
-    M2  each compare for runs of 8 chunks (short carry chains)
-    M3  each compare whole, and each region's match
-    M4  within each pair of regions, the first match's CFG, BASE and
-        r < K for each residue r
-    M5  the same of the first match (DEFAULT_CFG and 0 when none)
-    LEAF residues of 6-bit groups of the address and of minus BASE
-        (phase.py), whose sum is the line index; the low three bits of the
-        index; the pattern table T[u] = (u mod P) < K for each P[3:1]
-    T1.. the leaves' sums, one level of adds each (four at 512 bits); T
-        chosen by P[1], P[2], P[3] in T1..T3
-    R1  each sum modulo q for each value of its bits above the low six
-    R2  each residue of the line index  -> issue queue
+        compared in two halves
+    M2  each region's match
+    M3  the lowest-numbered match, one-hot (or none)
+    M4  its configuration and BASE (DEFAULT_CFG and 0 when none)
+    S5  line index = address - BASE; r < K for each residue r
+    S6  residues of the line index: leaves of the modular-adder trees;
+        the pattern table T[u] = (u mod P) < K
+    T1.. one tree level each (three at 512 bits)  -> issue queue from T1
     PC  the phase for every P
-    PH1 the phase for each P[3:2] (chosen by P[1:0])
-    PH2 the phase for this P
-    K1  T shifted down by phase[1:0]
+    PH  the phase for this P
     MASK gate mask, mask[i] = T[i + phase]  -> the read's in-flight entry
+
+The issue queue is written AR_LEAD stages before the last, so a read's AR
+goes out while its mask is still being formed; the entry is filled before
+its R beat can come back (see AR_LEAD).
 
 Admission is by credit: ``req.ready`` is a register that is high only when
 the queue has room for every request the pipeline may still hold and the
 in-flight table has room for a read, so nothing downstream can stop a
-request once accepted.  The configuration is read in stages A (BASE, LIMIT,
-enable) and M3 (CFG, BASE, DEFAULT_CFG); ``config.idle`` tells the control
-registers that neither holds a request and none is being accepted, so a
-register write may take effect (contract 4.3).
+request once accepted.  The configuration is
+read in stages A (BASE, LIMIT, enable) and M3 (CFG, BASE); ``config.idle``
+tells the control registers that neither holds a request and none is being
+accepted, so a register write may take effect (contract 4.3).
 """
 
 from amaranth import Cat, Const, Module, Signal, Value
@@ -44,10 +41,8 @@ from .bus import ReqLayout
 from .credit import credit_ready
 from .csr import CfgLayout, ConfigSignature
 from .inflight import ReadAllocSignature, ReserveSignature
-from .phase import (MODULI, add_pairs, choose_high, choose_low, keep_below, leaves, mask_high,
-                    mask_low, halve, pattern_start, pattern_table, phase_candidates, residue_high,
-                    residue_low)
-from .region import CHUNK, RUN, below, chunk_compare, first_choice, pair_choice, runs
+from .phase import (MODULI, gate_mask, keep_below, leaves, pattern_table, phase_candidates,
+                    phase_lookup, reduce, tree_levels)
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "RequestPipeline",
            "FIXED_PATTERN", "AR_LEAD"]
@@ -94,10 +89,11 @@ QUEUE_DEPTH = 16
 #: Stages from the one that writes the issue queue to the last one, which
 #: fills the read's in-flight entry.  The earliest lookup of a read's entry
 #: comes 6 cycles after its request is written to the queue (queue 2, AR
-#: queue 2, the AXI handshakes 1, the R beat register 1) and reads the table
-#: as it was the cycle before: so the entry is filled in time as long as
-#: AR_LEAD <= 5, whatever the memory does (a test checks it with a memory
-#: answering the cycle after each address).
+#: queue 2, the AXI address and data handshakes 1, the R beat register 1),
+#: and reads the table as it was after the cycle before: so the entry is
+#: filled before any lookup can read it as long as AR_LEAD <= 5, whatever
+#: the memory does (a test checks it with a memory answering the cycle
+#: after each address).
 AR_LEAD = 5
 
 
@@ -159,101 +155,75 @@ class RequestPipeline(wiring.Component):
         accept = self._admission(m, queue)
         stages = []
 
-        def stage(name, valid, fields, keep=(), source=None):
-            fields = {**{k: source[k] for k in keep}, **fields}
+        def stage(name, valid, fields):
             stages.append(_stage(m, name, valid, fields))
             return stages[-1]
 
         a_valid, a = stage("a", accept, {
             "opcode": self.req.payload.opcode, "addr": self.req.payload.addr[p.offset_bits:],
             "tag": self.req.payload.tag})
-        regions = self.config.regions if p.regions else []
-        m1_valid, m1 = stage("m1", a_valid, {
-            "kind": _kind(m, a["opcode"]),
-            "cmp": [Cat(*chunk_compare(a["addr"], region.base),
-                        *chunk_compare(a["addr"], region.limit), region.enable)
-                    for region in regions]}, ("addr", "tag"), a)
+        m1_valid, m1 = stage("m1", a_valid, {"kind": _kind(m, a["opcode"]),
+                                            "addr": a["addr"], "tag": a["tag"],
+                                            "cmp": self._compare_halves(a["addr"])})
         # A read takes its ID here; it travels with the request from M2 on.
         m.d.comb += self.alloc.take.eq(m1_valid & (m1["kind"] == Kind.READ))
         keep = ("kind", "addr", "tag", "id")
-        n = -(-len(a["addr"]) // CHUNK)
-        m2_valid, m2 = stage("m2", m1_valid, {
-            "id": self.alloc.id,
-            "bounds": [Cat(*runs(c[:n], c[n:2 * n]), *runs(c[2 * n:3 * n], c[3 * n:4 * n]),
-                           c[4 * n]) for c in m1["cmp"]]}, keep[:3], m1)
-        w = -(-n // RUN)
-        m3_valid, m3 = stage("m3", m2_valid, {"match": Cat(*(
-            b[4 * w] & ~below(b[:w], b[w:2 * w]) & below(b[2 * w:3 * w], b[3 * w:4 * w])
-            for b in m2["bounds"]))}, keep, m2)
-        # The CFG and BASE of the first match, with r < K for each residue r
-        # (registered from each region's K every cycle: read in M3 as it was
-        # the cycle before, which idle covers too): within pairs, then among
-        # the pairs and DEFAULT_CFG (BASE 0).
-        default = self.config.default
-        below_k = [_reg(m, f"below_k{i}", keep_below(c.keep))
-                   for i, c in enumerate([r.cfg for r in regions] + [default])]
-        pairs = pair_choice(m3["match"], [Cat(r.cfg.as_value(), r.base, below_k[i])
-                                          for i, r in enumerate(regions)])
-        m4_valid, m4 = stage("m4", m3_valid, {
-            "any": Cat(*(hit for hit, _ in pairs)), "pair": [v for _, v in pairs],
-            "default": Cat(default.as_value(), Const(0, len(a["addr"])), below_k[-1])},
-            keep, m3)
+        m2_valid, m2 = stage("m2", m1_valid, {**{k: m1[k] for k in keep[:3]},
+                                             "id": self.alloc.id,
+                                             "match": [_match(c) for c in m1["cmp"]]})
+        first = [mt & ~Cat(*m2["match"][:r]).any() if r else mt
+                 for r, mt in enumerate(m2["match"])]
+        m3_valid, m3 = stage("m3", m2_valid, {**{k: m2[k] for k in keep}, "first": first,
+                                             "none": ~Cat(*m2["match"]).any()
+                                             if m2["match"] else Const(1, 1)})
+        cfg, base = self._select(m, m3["first"], m3["none"])
+        m4_valid, m4 = stage("m4", m3_valid, {**{k: m3[k] for k in keep},
+                                             "cfg": cfg, "base": base})
         m.d.comb += self.config.idle.eq(~self.req.ready & ~a_valid & ~m1_valid & ~m2_valid
                                         & ~m3_valid)
-        chosen = first_choice(m4["any"], m4["pair"], m4["default"])
-        base_end = CfgLayout.size + len(a["addr"])
-        m5_valid, m5 = stage("m5", m4_valid, {
-            "cfg": chosen[:CfgLayout.size], "base": chosen[CfgLayout.size:base_end],
-            "below": chosen[base_end:]}, keep, m4)
 
-        # The residues of the line index, address - BASE: leaves of the
-        # address and negated leaves of BASE, their sums (one level of adds
-        # per stage), then each sum modulo q in two steps.  The pattern
-        # table (a function of CFG alone) forms beside them, then is carried.
+        # The pattern table depends on the configuration alone: formed in two
+        # steps beside the line index and the leaves, then carried.
         programmable = PROFILES[p.profile].has("gate_pattern_programmable")
+        m4_cfg = data.View(CfgLayout, m4["cfg"])
         keep = ("kind", "addr", "tag", "id", "cfg")
-        table = (pattern_start(data.View(CfgLayout, m5["cfg"]).period, m5["below"], p.lanes)
-                 if programmable else [pattern_table(*FIXED_PATTERN, p.lanes)])
-        sums = {q: [v[:(q - 1).bit_length()] for v in vs + leaves(m, m5["base"], True)[q]]
-                for q, vs in leaves(m, m5["addr"]).items()}
-        t_valid, t = stage("leaf", m5_valid, {
-            "table": table, "low": (m5["addr"][:3] - m5["base"][:3])[:3],
-            **{f"r{q}": vs for q, vs in sums.items()}}, keep, m5)
+        s5_valid, s5 = stage("s5", m4_valid, {**{k: m4[k] for k in keep},
+                                             "below": keep_below(m4_cfg.keep),
+                                             "index": m4["addr"] - m4["base"]})
+        s5_cfg = data.View(CfgLayout, s5["cfg"])
+        if programmable:
+            table = pattern_table(s5_cfg.period, None, p.lanes, below=s5["below"])
+        else:
+            table = pattern_table(*FIXED_PATTERN, p.lanes)
         keep = ("kind", "addr", "tag", "id", "cfg", "table")
-        for level in range((len(sums[MODULI[0]]) - 1).bit_length()):
-            table, period = t["table"], data.View(CfgLayout, t["cfg"]).period
+        # The residue trees, one table level per stage: leaves, then levels.
+        t_valid, t = stage("s6", s5_valid, {**{k: s5[k] for k in keep[:5]}, "table": table,
+                                           "low": s5["index"][:3],
+                                           **{f"r{q}": v for q, v in
+                                              leaves(m, s5["index"]).items()}})
+        for level in range(tree_levels(len(s5["index"]))):
             t_valid, t = stage(f"t{level + 1}", t_valid, {
-                "table": halve(table, period[4 - (len(table) - 1).bit_length()])
-                if len(table) > 1 else table, "low": t["low"],
-                **{f"r{q}": add_pairs(t[f"r{q}"]) for q in MODULI}}, keep[:5], t)
-        parts = {q: residue_low(t[f"r{q}"][0], q) for q in MODULI}
-        t_valid, t = stage("r1", t_valid, {
-            "low": t["low"], **{f"r{q}": parts[q][0] for q in MODULI},
-            **{f"h{q}": parts[q][1] for q in MODULI if len(parts[q][1])}}, keep, t)
-        t_valid, t = stage("r2", t_valid, {"low": t["low"], **{
-            f"r{q}": residue_high(t[f"r{q}"], t.get(f"h{q}", Cat())) for q in MODULI}}, keep, t)
-        # The phase for every P, then the one of this P in two steps, then
-        # the mask in two.  A count line (contract section 5.3) has
-        # E_c = LINE_BITS / 32 elements.
+                **{k: t[k] for k in keep}, "low": t["low"],
+                **{f"r{q}": reduce(t[f"r{q}"], q, levels=1) for q in MODULI}})
+        # The phase for every P, then the one of this P, then the mask.
+        # A count line (contract section 5.3) has E_c = LINE_BITS / 32 elements.
         t_cfg = data.View(CfgLayout, t["cfg"])
         counts = ((t_cfg.operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
                   if PROFILES[p.profile].has("hierarchy") else None)
         pc_valid, pc = stage("pc", t_valid, {
-            "cand": phase_candidates(t["low"], {q: t[f"r{q}"] for q in MODULI}, p.lanes,
-                                     counts)}, keep, t)
-        ph1_valid, ph1 = stage("ph1", pc_valid, {"cand": choose_low(
-            pc["cand"], data.View(CfgLayout, pc["cfg"]).period, 4)}, keep, pc)
-        ph_valid, ph = stage("ph2", ph1_valid, {"phase": choose_high(
-            ph1["cand"], data.View(CfgLayout, ph1["cfg"]).period, 4)}, keep, ph1)
-        k1_valid, k1 = stage("k1", ph_valid, {
-            "shifted": mask_low(ph["table"][0], ph["phase"], p.lanes),
-            "phase": ph["phase"]}, keep[:5], ph)
-        k1_cfg = data.View(CfgLayout, k1["cfg"])
+            **{k: t[k] for k in keep},
+            "cand": phase_candidates(t["low"], {q: t[f"r{q}"][0] for q in MODULI}, p.lanes,
+                                     counts)})
+        pc_cfg = data.View(CfgLayout, pc["cfg"])
+        ph_valid, ph = stage("ph", pc_valid, {**{k: pc[k] for k in keep},
+                                             "phase": phase_lookup(pc_cfg.period, pc["cand"])})
+        ph_cfg = data.View(CfgLayout, ph["cfg"])
         entry = Signal(ReadEntryLayout(p))
-        m.d.comb += [entry.tag.eq(k1["tag"]),
-                     *(entry.cfg[name].eq(k1_cfg[name]) for name, _ in ReadCfgLayout(p)),
-                     entry.mask.eq(mask_high(k1["shifted"], k1["phase"], p.lanes))]
-        last_valid, last = stage("mask", k1_valid, {"entry": entry}, ("kind", "id"), k1)
+        m.d.comb += [entry.tag.eq(ph["tag"]),
+                     *(entry.cfg[name].eq(ph_cfg[name]) for name, _ in ReadCfgLayout(p)),
+                     entry.mask.eq(gate_mask(ph["table"], ph["phase"], p.lanes))]
+        last_valid, last = stage("mask", ph_valid, {"kind": ph["kind"], "id": ph["id"],
+                                                   "entry": entry})
         m.d.comb += [self.alloc.fill.eq(last_valid & (last["kind"] == Kind.READ)),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
 
@@ -264,9 +234,11 @@ class RequestPipeline(wiring.Component):
         m.d.comb += [to_issue.kind.eq(tap["kind"]), to_issue.tag.eq(tap["tag"]),
                      to_issue.addr.eq(tap["addr"]), to_issue.id.eq(tap["id"]),
                      to_issue.mode.eq(tap_cfg.mode)]
-        m.d.comb += [queue.w_en.eq(tap_valid), queue.w_data.eq(to_issue),
-                     self.out.valid.eq(queue.r_rdy), self.out.payload.eq(queue.r_data),
-                     queue.r_en.eq(self.out.ready)]
+        m.d.comb += [
+            queue.w_en.eq(tap_valid), queue.w_data.eq(to_issue),
+            self.out.valid.eq(queue.r_rdy), self.out.payload.eq(queue.r_data),
+            queue.r_en.eq(self.out.ready),
+        ]
         return m
 
     def _admission(self, m, queue):
@@ -281,6 +253,41 @@ class RequestPipeline(wiring.Component):
                      self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
                                                     (opcode == ReqOpcode.MEM_RD_DATA)))]
         return accept
+
+    def _compare_halves(self, addr):
+        """Per region: ``addr < BASE`` and ``addr < LIMIT`` as (high less,
+        high equal, low less) triples, so each compare is half as long."""
+        half = len(addr) // 2
+        out = []
+        for region in (self.config.regions if self._params.regions else []):
+            bits = [region.enable]
+            for bound in (region.base, region.limit):
+                bits += [addr[half:] < bound[half:], addr[half:] == bound[half:],
+                         addr[:half] < bound[:half]]
+            out.append(Cat(*bits))
+        return out
+
+    def _select(self, m, first, none):
+        """Configuration and BASE of the region selected by ``first`` (one-hot),
+        or DEFAULT_CFG and 0 when ``none``."""
+        cfg = Signal(CfgLayout)
+        base = Signal(CXL_ADDR_BITS - self._params.offset_bits)
+        cfg_or = self.config.default.as_value() & none.replicate(CfgLayout.size)
+        base_or = Const(0, len(base))
+        for r, hit in enumerate(first):
+            region = self.config.regions[r]
+            cfg_or = cfg_or | (region.cfg.as_value() & hit.replicate(CfgLayout.size))
+            base_or = base_or | (region.base & hit.replicate(len(base)))
+        m.d.comb += [cfg.eq(cfg_or), base.eq(base_or)]
+        return cfg, base
+
+
+def _match(cmp):
+    """A region matches: enabled, not below BASE, below LIMIT."""
+    enable, b_hlt, b_heq, b_llt, l_hlt, l_heq, l_llt = (cmp[i] for i in range(7))
+    below_base = b_hlt | (b_heq & b_llt)
+    below_limit = l_hlt | (l_heq & l_llt)
+    return enable & ~below_base & below_limit
 
 
 def _kind(m, opcode):
