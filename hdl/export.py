@@ -208,17 +208,23 @@ def cached_verilog(export, folder, **params):
         if path.exists():                            # written while we waited
             return path.read_text()
         text = export(**params)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)                        # readers never see half a file
+        write_verilog(path, text)
     return text
 
 
 def write_verilog(path, text):
+    """Write ``text`` to ``path`` (folders made) in one step: a reader, such
+    as a parallel test worker, never sees half a file."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        pathlib.Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 

@@ -1,8 +1,6 @@
 """Shared pytest helpers (kept small and generic)."""
 
-import os
 import pathlib
-import tempfile
 
 import pytest
 
@@ -17,17 +15,13 @@ def _export_datapath(line_bits, workers, stages, profile="full"):
     sources change), and the file is written atomically, so parallel test
     workers that export the same set never read a half-written file.
     """
-    from neuron_fabric.hdl.export import cached_verilog, datapath_verilog
-    folder = BUILD / "datapath" / f"L{line_bits}_W{workers}_S{stages}_{profile}"
-    path = folder / "neuron_fabric_datapath.v"
+    from neuron_fabric.hdl.export import cached_verilog, datapath_verilog, write_verilog
+    path = BUILD / "datapath" / f"L{line_bits}_W{workers}_S{stages}_{profile}" / \
+        "neuron_fabric_datapath.v"
     text = cached_verilog(datapath_verilog, VERILOG_CACHE, line_bits=line_bits,
                           workers=workers, stages=stages, profile=profile)
     if not path.exists() or path.read_text() != text:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        write_verilog(path, text)
     return pathlib.Path(path)
 
 
