@@ -77,15 +77,10 @@ async def test_training_matches_the_device_model(dut):
 def run_train_rtl(params, cfg, out):
     """Export ``params``' top, run this module on Verilator, return the result dict."""
     import pathlib
-    from neuron_fabric.hdl.export import cached_verilog, top_verilog, write_verilog
-    from .toolchain import BUILD, VERILOG_CACHE, run_cocotb
+    from .toolchain import BUILD, export_top, run_cocotb
     out = pathlib.Path(out)
     build_dir = BUILD / "cocotb" / f"train_{params.tag()}"
-    src = write_verilog(BUILD / "cocotb" / "src" / params.tag() / "neuron_fabric.v",
-                        cached_verilog(top_verilog, VERILOG_CACHE, line_bits=params.line_bits,
-                                       workers=params.workers, stages=params.stages,
-                                       regions=params.regions,
-                                       max_outstanding=params.max_outstanding))
+    src = export_top(params, BUILD / "cocotb" / "src" / params.tag() / "neuron_fabric.v")
     bench = dict(params.__dict__, train=loop_config_to_json(cfg), out=str(out))
     run_cocotb(sources=[src], toplevel=TOP_MODULE, test_module="neuron_fabric.sim.cocotb_train",
                simulator="verilator", build_dir=build_dir, params=bench)

@@ -104,9 +104,8 @@ def _table(results):
 
 
 def main(argv=None):
-    from neuron_fabric.hdl.export import cached_verilog, top_verilog, write_verilog
     from neuron_fabric.host.facts import TopParams
-    from .toolchain import BUILD, VERILOG_CACHE, run_cocotb
+    from .toolchain import BUILD, export_top, run_cocotb
 
     ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.functional",
                                  description="Paper section 6 functional check on the top.")
@@ -119,9 +118,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     params = TopParams(line_bits=args.line_bits, workers=WORKERS, stages=args.stages)
     folder = BUILD / "functional" / f"{args.simulator}_{params.tag()}"
-    src = write_verilog(folder / "src" / "neuron_fabric.v",
-                        cached_verilog(top_verilog, VERILOG_CACHE, line_bits=params.line_bits,
-                                       workers=WORKERS, stages=params.stages))
+    src = export_top(params, folder / "src" / "neuron_fabric.v")
     out = folder / "results.json"
     out.unlink(missing_ok=True)
     bench = dict(params.__dict__, elements=args.elements, out=str(out))

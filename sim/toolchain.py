@@ -36,7 +36,7 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["REPO", "BUILD", "VERILOG_CACHE", "BENCH_PARAMS", "bench_params", "verilator_env",
+__all__ = ["REPO", "BUILD", "VERILOG_CACHE", "export_top", "BENCH_PARAMS", "bench_params", "verilator_env",
            "available_simulators", "build_bench", "run_bench", "run_cocotb", "file_lock",
            "lint_verilog"]
 
@@ -46,6 +46,15 @@ BUILD = REPO / "build"
 #: Exports kept by :func:`neuron_fabric.hdl.export.cached_verilog` (shared
 #: with ``make``'s flows).
 VERILOG_CACHE = BUILD / "cache" / "verilog"
+def export_top(params, path):
+    """Write the exported top of ``params`` (a ``TopParams``, its profile
+    ``full``) to ``path`` through the Verilog cache; return the path."""
+    from neuron_fabric.hdl.export import cached_verilog, top_verilog, write_verilog
+    return write_verilog(path, cached_verilog(
+        top_verilog, VERILOG_CACHE, line_bits=params.line_bits, workers=params.workers,
+        stages=params.stages, regions=params.regions, max_outstanding=params.max_outstanding))
+
+
 #: Shared simulator builds, one folder per build key.
 BUILDS = BUILD / "cocotb" / "builds"
 #: ccache's object cache for Verilator models.
