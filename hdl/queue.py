@@ -18,7 +18,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .credit import below
+from .credit import below, step
 
 __all__ = ["CreditQueue", "select_copies"]
 
@@ -75,7 +75,7 @@ class CreditQueue(wiring.Component):
         # and compares of the count with a constant, chosen by w_en and r_en.
         count = Signal(range(self._depth + 1))
         more = self.more
-        m.d.sync += [count.eq(count + self.w_en - self.r_en), self.r_rdy.eq(self.rdy_next),
+        m.d.sync += [count.eq(step(count, self.w_en, self.r_en)), self.r_rdy.eq(self.rdy_next),
                      more.eq(self.more_next)]
         m.d.comb += [self.rdy_next.eq(self.w_en | Mux(self.r_en, more, self.r_rdy)),
                      self.more_next.eq(Mux(self.w_en, Mux(self.r_en, more, self.r_rdy),
