@@ -3,12 +3,11 @@ MemWrPtl, Cmp completions for the dropped ones (contract 4.2)."""
 
 from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CXL_ADDR_BITS, RwdOpcode
 from .bus import RwdLayout
-from .credit import below, credit_ready
+from .credit import credit_ready
 from .inflight import AllocSignature
 from .queue import CreditQueue
 
@@ -17,6 +16,9 @@ __all__ = ["WritePath"]
 #: Depth of the write queue: covers the writes between admission and the
 #: queue's output, so that one is accepted per cycle.
 QUEUE_DEPTH = 8
+
+#: Depth of the dropped writes' completion queue (admitted by credit).
+CMP_DEPTH = 2
 
 #: Memories the W beats' queue is cut into (each with its own addresses).
 BEAT_SLICES = 8
@@ -60,7 +62,7 @@ class WritePath(wiring.Component):
     aw_id, aw_addr, aw_valid, aw_ready, w_data, w_strb, w_valid, w_ready :
         The AXI AW and W beats (line address).
     completions : Out(stream.Signature(16))
-        Tags of dropped writes, for NDR Cmp.
+        Tags of dropped writes, for NDR Cmp (``valid`` a register: its queue's ``r_rdy``).
     poison_drop, unsupported, writes : Out(1)
         Events this cycle: a poisoned write dropped, an unsupported opcode
         dropped, a write issued (counter 4).
@@ -125,7 +127,7 @@ class WritePath(wiring.Component):
         only while it is empty (an enable from registers); the current one
         takes an ID, issues AW and W, or is dropped."""
         p = self._params
-        cmpq = m.submodules.cmp_queue = SyncFIFO(width=16, depth=2)
+        cmpq = m.submodules.cmp_queue = CreditQueue(16, CMP_DEPTH)
         shape = layout["head"].shape
         slots = [Signal(shape, reset_less=True, name=f"head{k}") for k in range(2)]
         full = [Signal(name=f"full{k}") for k in range(2)]
@@ -133,7 +135,6 @@ class WritePath(wiring.Component):
         wait = [Signal(name=f"wait{k}") for k in range(2)]
         drops = [Signal(name=f"drops{k}") for k in range(2)]
         cur, nxt = Signal(name="cur"), Signal(name="nxt")  # the current slot, the next loaded
-        cmp_room = Signal(name="cmp_room", init=1)
         issued, need_aw = Signal(name="issued"), Signal(name="need_aw")
         need_w = Signal(name="need_w")
         aw_id = Signal(p.id_bits)
@@ -143,8 +144,10 @@ class WritePath(wiring.Component):
         loads = [heads.r_rdy & ~full[k] & (nxt == k) for k in range(2)]
         take = Mux(cur, wait[1], wait[0]) & self.alloc.ok
         finish = issued & (~need_aw | self.aw_ready) & (~need_w | self.w_ready)
-        drop = Mux(cur, drops[1], drops[0]) & cmp_room
+        # a dropped write's completion is queued by credit (cmp_room a register)
         pop = cmpq.r_rdy & self.completions.ready
+        cmp_room = credit_ready(m, CMP_DEPTH, Mux(cur, drops[1], drops[0]), pop)
+        drop = Mux(cur, drops[1], drops[0]) & cmp_room
         m.d.comb += [
             leave.eq(finish | drop),
             heads.r_en.eq(loads[0] | loads[1]),
@@ -153,15 +156,13 @@ class WritePath(wiring.Component):
             self.w_valid.eq(need_w), self.w_data.eq(beat.data), self.w_strb.eq(beat.strb),
             cmpq.w_en.eq(drop), cmpq.w_data.eq(head.tag),
             self.completions.valid.eq(cmpq.r_rdy), self.completions.payload.eq(cmpq.r_data),
-            cmpq.r_en.eq(self.completions.ready),
+            cmpq.r_en.eq(pop),
             self.poison_drop.eq(drop & head.poison),
             self.unsupported.eq(drop & ~head.poison),
             self.writes.eq(take),
         ]
         m.d.sync += [
             cur.eq(cur ^ leave), nxt.eq(nxt ^ loads[0] ^ loads[1]),
-            cmp_room.eq(Mux(drop, Mux(pop, below(cmpq.level, 2), below(cmpq.level, 1)),
-                            Mux(pop, 1, below(cmpq.level, 2)))),
         ]
         for k in range(2):
             here = cur == k
