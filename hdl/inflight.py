@@ -1,13 +1,12 @@
 """The in-flight table: AXI transaction IDs, what each one is for, and the
 occupancy bound."""
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import C, Cat, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .credit import below
+from .queue import CreditQueue
 
 __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
            "devload_level", "response_members", "ReadAllocSignature"]
@@ -16,10 +15,17 @@ __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "I
 class IdPool(wiring.Component):
     """Free list of the IDs ``0 .. size-1``.
 
-    After reset the IDs are handed out in order from a counter; IDs given
-    back go through a FIFO and are handed out again from there.  No state
-    survives a reset, so a reset in the middle of traffic leaves every ID
-    free.
+    The ID handed out is a register (``alloc_id``, with ``alloc_ok``),
+    loaded while it is empty or taken: after reset from a counter that
+    hands out the IDs in order, then from a second register, the spare,
+    which is loaded from the queue of IDs given back
+    (:class:`.queue.CreditQueue`).  An ID given back goes straight into the
+    first of the two registers that would otherwise stay empty, else into
+    the queue; so the queue holds at most ``size - 2`` IDs, an ID given
+    back is handed out again from the next cycle on, the ID handed out and
+    its flag are registers, and the queue's memory feeds only the spare.
+    No state survives a reset, so a reset in the middle of traffic leaves
+    every ID free.
 
     Parameters
     ----------
@@ -31,8 +37,9 @@ class IdPool(wiring.Component):
     Members
     -------
     alloc_ok : Out(1)
-        An ID is available on ``alloc_id``.
+        An ID is available on ``alloc_id`` (a register).
     alloc_id : Out(id_bits)
+        A register.
     alloc : In(1)
         Take ``alloc_id`` (only while ``alloc_ok``).
     free : In(1)
@@ -55,19 +62,35 @@ class IdPool(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        returned = m.submodules.returned = SyncFIFO(width=len(self.alloc_id), depth=self._size)
-        fresh = Signal(range(self._size + 1))
-        fresh_left = Signal()
-        m.d.comb += [
-            fresh_left.eq(fresh != self._size),
-            self.alloc_ok.eq(fresh_left | returned.r_rdy),
-            self.alloc_id.eq(Mux(fresh_left, fresh, returned.r_data)),
-            returned.r_en.eq(self.alloc & ~fresh_left),
-            returned.w_en.eq(self.free),
-            returned.w_data.eq(self.free_id),
-        ]
-        with m.If(self.alloc & fresh_left):
-            m.d.sync += fresh.eq(fresh + 1)
+        n = self._size
+        returned = m.submodules.returned = CreditQueue(len(self.alloc_id), max(n - 2, 1))
+        fresh = Signal(range(n), name="fresh")       # the next fresh ID
+        fresh_left = Signal(name="fresh_left", init=1)
+        spare = Signal(len(self.alloc_id), name="spare")
+        spare_ok = Signal(name="spare_ok")
+        # the ID register is loaded while empty or taken: a fresh ID, else
+        # the spare, else an ID given back this cycle
+        load = self.alloc | ~self.alloc_ok
+        to_id = load & ~fresh_left & ~spare_ok & self.free
+        with m.If(load):
+            m.d.sync += [self.alloc_ok.eq(fresh_left | spare_ok | self.free),
+                         self.alloc_id.eq(Mux(fresh_left, fresh, Mux(spare_ok, spare,
+                                                                    self.free_id)))]
+            with m.If(fresh_left):
+                m.d.sync += fresh_left.eq(fresh != n - 1)
+                if n > 1:
+                    m.d.sync += fresh.eq(fresh + 1)
+        # the spare is loaded while empty or passed on: the queue's head,
+        # else an ID given back this cycle; other IDs given back wait in
+        # the queue
+        refill = ~spare_ok | (load & ~fresh_left)
+        to_spare = refill & ~returned.r_rdy & self.free & ~to_id
+        with m.If(refill):
+            m.d.sync += [spare_ok.eq(returned.r_rdy | to_spare),
+                         spare.eq(Mux(returned.r_rdy, returned.r_data, self.free_id))]
+        m.d.comb += [returned.w_en.eq(self.free & ~to_id & ~to_spare),
+                     returned.w_data.eq(self.free_id),
+                     returned.r_en.eq(refill & returned.r_rdy)]
         return m
 
 
@@ -141,7 +164,9 @@ class InFlightTable(wiring.Component):
     write_alloc : In(AllocSignature(...))
     read_lookup, write_lookup : In(LookupSignature(...))
     devload : Out(2)
-        Registered load level (contract 4.2; thresholds in :func:`devload_level`).
+        Load level (contract 4.2; thresholds in :func:`devload_level`) of
+        the count as it is this cycle: a small table of three of its
+        registered flags.
     """
 
     def __init__(self, params, *, read_entry, write_entry):
@@ -182,42 +207,46 @@ class InFlightTable(wiring.Component):
             sides[name] = (pool, free)
 
         (_, r_free), (wpool, w_free) = sides["read"], sides["write"]
-        occupied = Signal(range(n + 1))
-        # The IDs taken this cycle are known late (they depend on the ID
-        # pools, the queues and each other); the frees and the count are
-        # registered.  So every flag of the next cycle is a compare of the
-        # registered count with constants (as gates, :func:`.credit.below`,
-        # not carry chains), for each change (-2..2) the takes and frees may
-        # make, chosen by them: the count's adder feeds only the count.
-        takes = self.read_reserve.take + self.write_alloc.take
-        m.d.sync += occupied.eq(occupied - r_free - w_free + takes)
-        # under[d]: the count plus d (-2..2) is below N, registered: the room
-        # for a read next cycle is one of them, chosen like the next flags.
-        under = [Signal(name=f"under{d + 2}") for d in range(-2, 3)]
-        room_next = Signal()
-        with m.Switch(Cat(self.read_reserve.take, self.write_alloc.take, r_free, w_free)):
-            for v in range(16):
-                change = (v & 1) + (v >> 1 & 1) - (v >> 2 & 1) - (v >> 3 & 1)
-                with m.Case(v):
-                    m.d.comb += room_next.eq(under[change + 2])
-                    m.d.sync += [self.devload.eq(_level(occupied, change, n)),
-                                 *(u.eq(below(occupied, n - change - d))
-                                   for d, u in zip(range(-2, 3), under))]
+        rt, wt = self.read_reserve.take, self.write_alloc.take
+        # The occupancy count in unary: lt[k] (k = 1..N) says the count is
+        # below k, a register (all ones after reset).  The takes of this
+        # cycle are known late (they come from other blocks); the frees are
+        # registered.  So the flags after the frees (``freed[j]``, a choice
+        # among three flags by the two frees) are formed first, and each
+        # flag of the next cycle is a choice among three of those by the two
+        # takes: two small tables per flag, the takes in the last.
+        lt = Signal(n, init=(1 << n) - 1, name="occupancy_below")
+
+        def below(k):
+            return C(int(k > n), 1) if k <= 0 or k > n else lt[k - 1]
+
+        # freed[j]: the count less this cycle's frees is below j
+        freed = {j: Signal(name=f"freed_below{j}") for j in range(-1, n + 1)}
+        m.d.comb += [f.eq(Mux(r_free & w_free, below(j + 2),
+                              Mux(r_free | w_free, below(j + 1), below(j))))
+                     for j, f in freed.items()]
+
+        with m.Switch(Cat(rt, wt)):
+            for case, tk in ((0b00, 0), ((0b01, 0b10), 1), (0b11, 2)):
+                with m.Case(*(case if isinstance(case, tuple) else (case,))):
+                    m.d.sync += [lt[k - 1].eq(freed[k - tk]) for k in range(1, n + 1)]
         m.d.comb += [
-            self.read_reserve.room.eq(room_next),
+            # the count of the next cycle below N
+            self.read_reserve.room.eq(Mux(rt & wt, freed[n - 2],
+                                          Mux(rt | wt, freed[n - 1], freed[n]))),
             # a read reserved in the same cycle counts first
-            self.write_alloc.ok.eq(wpool.alloc_ok & Mux(self.read_reserve.take,
-                                                        under[3], under[2])),
+            self.write_alloc.ok.eq(wpool.alloc_ok & Mux(rt, below(n - 1), below(n))),
+            # devload: the count at least N/4, 3N/4, N (rounded up) adds 1 each
+            self.devload.eq(_level(below, n)),
         ]
         return m
 
 
-def _level(count, change, n):
-    """devload of ``count + change`` entries (:func:`devload_level`) as
-    compares of ``count`` with constants."""
-    def at_least(k):
-        return ~below(count, k - change)
-    return Mux(at_least(n), 3, Mux(at_least(-(-3 * n // 4)), 2, Mux(at_least(-(-n // 4)), 1, 0)))
+def _level(below, n):
+    """devload (:func:`devload_level`) from the flags ``below(k)``: the
+    count is below ``k``."""
+    at_least = [~below(-(-n // 4)), ~below(-(-3 * n // 4)), ~below(n)]
+    return Cat(at_least[0] ^ at_least[1] ^ at_least[2], at_least[1])
 
 
 def devload_level(in_flight, max_outstanding):
