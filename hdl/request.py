@@ -43,6 +43,7 @@ from .csr import CfgLayout, ConfigSignature
 from .inflight import ReadAllocSignature, ReserveSignature
 from .phase import (MODULI, gate_mask, keep_below, leaves, pattern_table, phase_candidates,
                     phase_lookup, reduce, tree_levels)
+from .region import compare_halves, match, select
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "RequestPipeline",
            "FIXED_PATTERN", "AR_LEAD"]
@@ -164,19 +165,19 @@ class RequestPipeline(wiring.Component):
             "tag": self.req.payload.tag})
         m1_valid, m1 = stage("m1", a_valid, {"kind": _kind(m, a["opcode"]),
                                             "addr": a["addr"], "tag": a["tag"],
-                                            "cmp": self._compare_halves(a["addr"])})
+                                            "cmp": compare_halves(self.config, a["addr"], p)})
         # A read takes its ID here; it travels with the request from M2 on.
         m.d.comb += self.alloc.take.eq(m1_valid & (m1["kind"] == Kind.READ))
         keep = ("kind", "addr", "tag", "id")
         m2_valid, m2 = stage("m2", m1_valid, {**{k: m1[k] for k in keep[:3]},
                                              "id": self.alloc.id,
-                                             "match": [_match(c) for c in m1["cmp"]]})
+                                             "match": [match(c) for c in m1["cmp"]]})
         first = [mt & ~Cat(*m2["match"][:r]).any() if r else mt
                  for r, mt in enumerate(m2["match"])]
         m3_valid, m3 = stage("m3", m2_valid, {**{k: m2[k] for k in keep}, "first": first,
                                              "none": ~Cat(*m2["match"]).any()
                                              if m2["match"] else Const(1, 1)})
-        cfg, base = self._select(m, m3["first"], m3["none"])
+        cfg, base = select(m, self.config, m3["first"], m3["none"], p)
         m4_valid, m4 = stage("m4", m3_valid, {**{k: m3[k] for k in keep},
                                              "cfg": cfg, "base": base})
         m.d.comb += self.config.idle.eq(~self.req.ready & ~a_valid & ~m1_valid & ~m2_valid
@@ -253,41 +254,6 @@ class RequestPipeline(wiring.Component):
                      self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
                                                     (opcode == ReqOpcode.MEM_RD_DATA)))]
         return accept
-
-    def _compare_halves(self, addr):
-        """Per region: ``addr < BASE`` and ``addr < LIMIT`` as (high less,
-        high equal, low less) triples, so each compare is half as long."""
-        half = len(addr) // 2
-        out = []
-        for region in (self.config.regions if self._params.regions else []):
-            bits = [region.enable]
-            for bound in (region.base, region.limit):
-                bits += [addr[half:] < bound[half:], addr[half:] == bound[half:],
-                         addr[:half] < bound[:half]]
-            out.append(Cat(*bits))
-        return out
-
-    def _select(self, m, first, none):
-        """Configuration and BASE of the region selected by ``first`` (one-hot),
-        or DEFAULT_CFG and 0 when ``none``."""
-        cfg = Signal(CfgLayout)
-        base = Signal(CXL_ADDR_BITS - self._params.offset_bits)
-        cfg_or = self.config.default.as_value() & none.replicate(CfgLayout.size)
-        base_or = Const(0, len(base))
-        for r, hit in enumerate(first):
-            region = self.config.regions[r]
-            cfg_or = cfg_or | (region.cfg.as_value() & hit.replicate(CfgLayout.size))
-            base_or = base_or | (region.base & hit.replicate(len(base)))
-        m.d.comb += [cfg.eq(cfg_or), base.eq(base_or)]
-        return cfg, base
-
-
-def _match(cmp):
-    """A region matches: enabled, not below BASE, below LIMIT."""
-    enable, b_hlt, b_heq, b_llt, l_hlt, l_heq, l_llt = (cmp[i] for i in range(7))
-    below_base = b_hlt | (b_heq & b_llt)
-    below_limit = l_hlt | (l_heq & l_llt)
-    return enable & ~below_base & below_limit
 
 
 def _kind(m, opcode):
