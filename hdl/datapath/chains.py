@@ -54,7 +54,12 @@ def skid_chain(m, name, *, stages, in_valid, out_ready, wire):
     valid.append(Signal(name=f"out_valid_{name}"))
     room = Signal(name=f"room_{name}", init=1)
     ready = wire(out_ready | (room & ~valid[-1]))      # room in the next cycle
-    m.d.sync += room.eq(ready)
+    # room.eq(ready) written so that it maps to a flip-flop with no LUT before
+    # it: set by out_ready (with the reset), cleared under the enable valid[-1].
+    with m.If(out_ready):
+        m.d.sync += room.eq(1)
+    with m.Elif(valid[-1]):
+        m.d.sync += room.eq(0)
     # (in_valid as the condition: an unknown in_valid in simulation before
     # the first reset leaves the chain unknown no longer than needed.)
     with m.If(in_valid):
