@@ -37,7 +37,10 @@ boundary 0 (input side), where they cost only latency.
 
 The registers, their clock enables (one per stage and copy, from local
 valid chains) and the per-group copies of the per-line controls are the
-:class:`~.pipeline.Pipeline`'s.  Only the valid bits have a reset; data
+:class:`~.pipeline.Pipeline`'s.  Every profile but the paper's has a
+one-line skid register behind the last stage, so that each clock enable
+is a flip-flop (:func:`~.chains.skid_chain`); the paper profile's enables
+are ``out_ready | ~out_valid``.  Only the valid bits have a reset; data
 registers are reset-less.
 
 The core's ports are two streams; :class:`neuron_fabric.hdl.export.FlatDatapath`
@@ -111,7 +114,7 @@ class DatapathDesign:
         ``o_stream`` (interfaces of :attr:`signature`'s members)."""
         geo = self.geometry
         pipe = Pipeline(m, stages=self.params.stages, in_valid=i_stream.valid,
-                        out_ready=o_stream.ready)
+                        out_ready=o_stream.ready, skid=not self.paper_like)
         steps = PaperSteps(geo, pipe.wire) if self.paper_like \
             else FullSteps(geo, self.profile, pipe.wire)
         line = LineIn.from_payload(i_stream.payload, geo)

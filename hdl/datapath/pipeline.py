@@ -18,9 +18,12 @@ dataclasses) whose fields say by their type how they are registered:
 """
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
-from amaranth import Mux, ResetSignal, Signal
+from amaranth import Const, Mux, Signal
+
+from .chains import plain_chain, skid_chain, skid_register
 
 __all__ = ["PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "Copies", "Gated", "Geometry",
            "Groups", "Pipeline", "StepSet"]
@@ -137,15 +140,12 @@ class StepSet:
 class Pipeline:
     """Registers, clock enables and control copies of one core.
 
-    The pipeline moves when the consumer takes a line or the output
-    register is empty (``out_ready | ~out_valid``), so bubbles are squeezed
-    out.  The enable is computed per stage and per copy (each group
+    The enables (:mod:`.chains`) are per stage and per copy (each group
     ``g``, the per-line registers ``"line"``, the spread tree's registers
-    ``"tree<g>"``), each from its own valid chain (STAGES bits ending in a
-    copy of ``out_valid``) kept beside that stage's flip-flops, so no
-    enable net crosses the pipeline.  All chains hold the same values;
-    each closes a loop through its own enable, so synthesis keeps them
-    apart.  A chain is built when a register first asks for it.
+    ``"tree<g>"``), each from its own valid chain kept beside that stage's
+    flip-flops, so no enable net crosses the pipeline; each chain closes a
+    loop through its own state, so synthesis keeps them apart.  A chain is
+    built when a register first asks for it.
 
     Parameters
     ----------
@@ -155,13 +155,17 @@ class Pipeline:
         Number of register stages.
     in_valid, out_ready : Value
         The handshake inputs.
+    skid : bool
+        Enables from flip-flops behind a one-line output skid
+        (:func:`~.chains.skid_chain`), or ``out_ready | ~out_valid``.
     """
 
-    def __init__(self, module, *, stages, in_valid, out_ready):
+    def __init__(self, module, *, stages, in_valid, out_ready, skid=True):
         self._m = module
         self._stages = stages
         self._in_valid = in_valid
         self._out_ready = out_ready
+        self._skid = skid
         self._chains = {}
         self._reset_en = {}
 
@@ -174,32 +178,24 @@ class Pipeline:
 
     def _chain(self, s, copy):
         if (s, copy) not in self._chains:
-            m = self._m
-            en = Signal(name=f"en_{s}_{copy}")
-            last = Signal(name=f"out_valid_{s}_{copy}")
-            m.d.comb += en.eq(self._out_ready | ~last)
-            v = self._in_valid
-            with m.If(en):
-                for k in range(self._stages):
-                    q = last if k == self._stages - 1 else Signal(name=f"valid_{s}_{copy}_{k}")
-                    m.d.sync += q.eq(v)
-                    v = q
-            self._chains[s, copy] = en, last
+            build = functools.partial(skid_chain, wire=self.wire) if self._skid else plain_chain
+            self._chains[s, copy] = build(self._m, f"{s}_{copy}", stages=self._stages,
+                                          in_valid=self._in_valid, out_ready=self._out_ready)
         return self._chains[s, copy]
 
     def enable(self, s, copy):
-        """Clock enable of stage ``s`` of copy ``copy``."""
-        return self._chain(s, copy)[0]
+        """Clock enable of stage ``s`` of copy ``copy`` (behind the skid, stage 0's is 1)."""
+        return Const(1) if self._skid and s == 0 else self._chain(s, copy).enable
 
     @property
     def in_ready(self):
-        """The per-line copy of the stage-0 enable, low while in reset (a
-        line offered then would be lost)."""
-        return self.enable(0, "line") & ~ResetSignal()
+        """The per-line copy's input ready, low while in reset (a line
+        offered then would be lost)."""
+        return self._chain(self._stages - 1 if self._skid else 0, "line").in_ready
 
     @property
     def out_valid(self):
-        return self._chain(self._stages - 1, "line")[1]
+        return self._chain(self._stages - 1, "line").out_valid
 
     def register(self, value, name, s, copy):
         """A register of ``value`` in stage ``s`` under copy ``copy``'s enable."""
@@ -282,7 +278,19 @@ class Pipeline:
                 index += 1
             if boundary < len(steps):
                 bundle = self.wire_bundle(steps[boundary](bundle))
-        return bundle
+        return self._skid_bundle(bundle) if self._skid else bundle
+
+    def _skid_bundle(self, bundle):
+        """Every field of the last stage's bundle through the output skid."""
+        def skid(value, name, copy):
+            return skid_register(self._m, self.wire, value, name,
+                                 self._chain(self._stages - 1, copy).room)
+        fields = {}
+        for name, value in _fields(bundle):
+            kind = type(value)
+            fields[name] = kind(skid(v, f"skid_{name}_{c}", c) for c, v in enumerate(value)) \
+                if kind in (Copies, Groups) else skid(value, f"skid_{name}", "line")
+        return dataclasses.replace(bundle, **fields)
 
 
 def _fields(bundle):

@@ -65,6 +65,7 @@ def lane_value(fmt, c, workers):
 class AfterA:
     tag: object
     code: Copies                        # the format, or IDENTITY
+    code_inv: Copies                    # ~code, for half of each group's lanes
     pattern_on: Copies                  # the PATTERN gate applies
     margin_on: Optional[Copies]         # the MARGIN gate applies
     limit_at_least: Optional[Copies]    # bit k-1: the margin limit >= k
@@ -77,6 +78,7 @@ class AfterA:
 class AfterB:
     tag: object
     code: Copies
+    code_inv: Copies
     pattern_on: Copies
     margin_on: Optional[Copies]
     limit_at_least: Optional[Copies]
@@ -147,7 +149,9 @@ class FullSteps(StepSet):
                   for start, n, bits in zip(itertools.accumulate((0,) + self._chunks),
                                             self._chunks, self._chunk_bits)))
             for data in line.data)
+        code = self._wire(code)
         return AfterA(tag=line.tag, code=Copies.spread(code, groups),
+                      code_inv=Copies.spread(self._wire(~code), groups),
                       pattern_on=Copies.spread(pattern_on, groups), margin_on=margin_on,
                       limit_at_least=limit_at_least, data=line.data, mask=line.mask,
                       chunk=chunks)
@@ -181,7 +185,8 @@ class FullSteps(StepSet):
                 fs.append(c < h)
                 fs.extend((c == h + k) | (c == h - k) for k in range(self._distances))
             feats.append(Cat(*fs))
-        return AfterB(tag=line.tag, code=line.code, pattern_on=line.pattern_on,
+        return AfterB(tag=line.tag, code=line.code, code_inv=line.code_inv,
+                      pattern_on=line.pattern_on,
                       margin_on=line.margin_on, limit_at_least=line.limit_at_least,
                       data=line.data, mask=line.mask, feature=Groups(feats))
 
@@ -193,7 +198,10 @@ class FullSteps(StepSet):
             for i, (raw, f) in enumerate(zip(self._lanes(data, w),
                                              self._lanes(feats, self._feature_bits))):
                 count_features = [f[b] for b in range(cw + 2)]   # c, c < W/2, c == W/2
-                ts.append(Cat(*(self._output_bit(j, line.code[g], raw[j], count_features)
+                # Half the lanes read the complemented copy: each copy's
+                # register feeds fewer tables.
+                code = line.code[g] if 2 * i < self._geo.group_lanes else ~line.code_inv[g]
+                ts.append(Cat(*(self._output_bit(j, code, raw[j], count_features)
                                 for j in range(w))))
                 zs.append(Cat(*self._drops(line, g, mask[i], f[cw + 1:])))
             values.append(Cat(*ts))
