@@ -99,8 +99,9 @@ class CountSum(BesideCore):
         m = Module()
         p = self.params
         lanes = p.line_bits // COUNT_LANE_BITS
+        # (the core's stall rule, so that the two move in lockstep)
         pipe = Pipeline(m, stages=p.stages, in_valid=self.i_stream.valid,
-                        out_ready=self.o_stream.ready)
+                        out_ready=self.o_stream.ready, skid=not self._design.paper_like)
         steps = CountSteps(p.line_bits, self._design.profile, pipe.wire)
         i = self.i_stream.payload
         line = CountLine(
