@@ -2,7 +2,7 @@
 enabled region with BASE <= line address < LIMIT gives the request its
 CFG and BASE, DEFAULT_CFG and BASE 0 when none does.  The pipeline
 (``request.py``) puts a register after each step: the compares
-(:func:`compare_thirds`), each region's :func:`match`, the first match,
+(:func:`compare_halves`), each region's :func:`match`, the first match,
 and the choice (:func:`select`).
 
 (A registered copy of the configuration beside the pipeline, a cycle late,
@@ -15,33 +15,31 @@ from amaranth import Cat, Const, Signal
 from neuron_fabric.host.facts import CXL_ADDR_BITS
 from .cfg import CfgLayout
 
-__all__ = ["compare_thirds", "match", "select"]
+__all__ = ["compare_halves", "match", "select"]
 
 
-def compare_thirds(config, addr, params):
+def compare_halves(config, addr, params):
     """Per region of ``config``: its enable, and ``addr < BASE`` and
-    ``addr < LIMIT`` as (less, equal) pairs of each third of the address
-    (high third first, the low third's less only), so each compare is a
-    third as long."""
-    cuts = [len(addr) * k // 3 for k in range(4)]
+    ``addr < LIMIT`` as (high less, high equal, low less) triples, so each
+    compare is half as long."""
+    half = len(addr) // 2
     out = []
     for region in (config.regions if params.regions else []):
         bits = [region.enable]
         for bound in (region.base, region.limit):
-            for k in (2, 1, 0):
-                a, b = addr[cuts[k]:cuts[k + 1]], bound[cuts[k]:cuts[k + 1]]
-                bits += [a < b] + ([a == b] if k else [])
+            bits += [addr[half:] < bound[half:], addr[half:] == bound[half:],
+                     addr[:half] < bound[:half]]
         out.append(Cat(*bits))
     return out
 
 
 def match(cmp):
-    """A region matches (from :func:`compare_thirds`'s bits): enabled, not
+    """A region matches (from :func:`compare_halves`'s bits): enabled, not
     below BASE, below LIMIT."""
-    def below(lt2, eq2, lt1, eq1, lt0):
-        return lt2 | (eq2 & (lt1 | (eq1 & lt0)))
-    bits = [cmp[i] for i in range(11)]
-    return bits[0] & ~below(*bits[1:6]) & below(*bits[6:11])
+    enable, b_hlt, b_heq, b_llt, l_hlt, l_heq, l_llt = (cmp[i] for i in range(7))
+    below_base = b_hlt | (b_heq & b_llt)
+    below_limit = l_hlt | (l_heq & l_llt)
+    return enable & ~below_base & below_limit
 
 
 def select(m, config, first, none, params):

@@ -5,7 +5,7 @@ Stages (one register each, no clock enable: the pipeline never stalls)::
 
     A   accept (opcode, line address, tag); a read reserves its table place
     M1  opcode class (a read takes its ID); each region's BASE and LIMIT
-        compared in thirds (region.py)
+        compared in two halves
     M2  each region's match
     M3  the lowest-numbered match, one-hot (or none)
     M4  its configuration and BASE (DEFAULT_CFG and 0 when none)
@@ -43,7 +43,7 @@ from .csr import CfgLayout, ConfigSignature
 from .inflight import ReadAllocSignature, ReserveSignature
 from .phase import (MODULI, gate_mask, keep_below, leaves, pattern_table, phase_candidates,
                     phase_lookup, reduce, tree_levels)
-from .region import compare_thirds, match, select
+from .region import compare_halves, match, select
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "RequestPipeline",
            "FIXED_PATTERN", "AR_LEAD"]
@@ -165,7 +165,7 @@ class RequestPipeline(wiring.Component):
             "tag": self.req.payload.tag})
         m1_valid, m1 = stage("m1", a_valid, {"kind": _kind(m, a["opcode"]),
                                             "addr": a["addr"], "tag": a["tag"],
-                                            "cmp": compare_thirds(self.config, a["addr"], p)})
+                                            "cmp": compare_halves(self.config, a["addr"], p)})
         # A read takes its ID here; it travels with the request from M2 on.
         m.d.comb += self.alloc.take.eq(m1_valid & (m1["kind"] == Kind.READ))
         keep = ("kind", "addr", "tag", "id")

@@ -14,8 +14,6 @@ from neuron_fabric.host.driver import BusError, CfgError, Driver
 from neuron_fabric.hdl.credit import below
 from neuron_fabric.hdl.inflight import IdPool, InFlightTable
 from neuron_fabric.hdl.queue import CreditQueue
-from neuron_fabric.hdl.region import compare_thirds, match
-from neuron_fabric.hdl.cfg import ConfigSignature
 from neuron_fabric.host.facts import Format, GateKind, Mode
 from neuron_fabric.hdl.phase import (MODULI, gate_mask, leaves, pattern_table, phase_candidates,
                                     phase_lookup, reduce, tree_levels)
@@ -196,50 +194,6 @@ def test_gate_mask_logic(lanes):
         for ph in range(16):
             ctx.set(phase, ph)
             assert ctx.get(fixed) == as_int(golden.gate_pattern(lanes, 3, 2, ph % 3)), ph
-
-    sim = Simulator(m)
-    sim.add_testbench(bench)
-    sim.run()
-
-
-# -- region match (Amaranth simulator) -----------------------------------------------
-
-def test_region_match_follows_base_and_limit():
-    """compare_thirds then match against Python's BASE <= addr < LIMIT, for
-    bounds whose each third is below, equal to or above the address's, and
-    for a disabled region."""
-    p = TopParams(regions=1)
-    config = ConfigSignature(p).flip().create()
-    width = len(config.regions[0].base)
-    addr = Signal(width)
-    hit = Signal()
-    m = Module()
-    m.d.comb += hit.eq(match(compare_thirds(config, addr, p)[0]))
-    rng = random.Random(5)
-    cuts = [width * k // 3 for k in range(4)]
-
-    def near(a):
-        """A bound whose each third is below, equal to or above ``a``'s."""
-        b = 0
-        for lo, hi in zip(cuts, cuts[1:]):
-            part, top = a >> lo & ((1 << (hi - lo)) - 1), (1 << (hi - lo)) - 1
-            part = rng.choice([part, rng.randint(0, part), rng.randint(part, top)])
-            b |= part << lo
-        return b
-
-    cases = []
-    for _ in range(600):
-        a = rng.getrandbits(width)
-        cases.append((a, near(a), near(a), rng.random() < 0.9))
-    cases += [(5, 5, 6, True), (5, 5, 5, True), (6, 5, 6, True), (0, 0, (1 << width) - 1, True)]
-
-    async def bench(ctx):
-        for a, b, lim, enable in cases:
-            ctx.set(addr, a)
-            ctx.set(config.regions[0].base, b)
-            ctx.set(config.regions[0].limit, lim)
-            ctx.set(config.regions[0].enable, enable)
-            assert ctx.get(hit) == (enable and b <= a < lim), (a, b, lim, enable)
 
     sim = Simulator(m)
     sim.add_testbench(bench)
