@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 from amaranth.hdl import ClockDomain, Module
-from amaranth.sim import Simulator
+from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.host import golden
 from neuron_fabric.hdl.datapath import Datapath
@@ -163,10 +163,7 @@ def simulate(dut, beats, *, seed=0, valid_prob=1.0, ready_prob=1.0):
             assert not ctx.get(o.valid), "an extra line came out"
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench)
     return results
 
 
@@ -289,10 +286,7 @@ def test_not_ready_in_reset():
             seen.append((rst, ctx.get(dut.i_stream.ready)))
             await ctx.tick()
 
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(top, bench)
     assert seen == [(1, 0), (1, 0), (0, 1), (0, 1)]
 
 

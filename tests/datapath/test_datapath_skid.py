@@ -10,7 +10,7 @@ input is ready whenever the output is; at the end every line has left once.
 import random
 
 import pytest
-from amaranth.sim import Simulator
+from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.host import golden
 from neuron_fabric.hdl.datapath import Datapath
@@ -82,7 +82,4 @@ def test_output_ready_patterns(profile, stages, pattern):
             assert not ctx.get(o.valid), "an extra line came out"
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench)

@@ -6,23 +6,13 @@ out once, and an ID given back handed out again from the next cycle on."""
 import random
 
 import pytest
-from amaranth.sim import Simulator
+from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.hdl.inflight import IdPool
 from neuron_fabric.hdl.ndr import NdrArbiter
 from neuron_fabric.host.facts import TopParams
 
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
-
-
-def _run(dut, *benches, background=()):
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    for bench in benches:
-        sim.add_testbench(bench)
-    for bench in background:
-        sim.add_testbench(bench, background=True)
-    sim.run()
 
 
 @pytest.mark.parametrize("p_ready, p_offer, busy", [
@@ -82,7 +72,7 @@ def test_ndr_arbiter_against_a_model(p_ready, p_offer, busy):
                 got.append((cycle, tag))
             cycle += 1
 
-    _run(dut, feeder(dut.req_cmp, tags["req"]), feeder(dut.rwd_cmp, tags["rwd"]), beats, sink,
+    run_testbenches(dut, feeder(dut.req_cmp, tags["req"]), feeder(dut.rwd_cmp, tags["rwd"]), beats, sink,
          background=[table])
     out = [tag for _, tag in got]
     assert sorted(out) == sorted(tags["req"] + tags["rwd"] + tags["b"])
@@ -130,4 +120,4 @@ def test_id_pool_gives_back_at_once(size):
                 free.add(back)
         ctx.set(dut.alloc, 0), ctx.set(dut.free, 0)
 
-    _run(dut, bench)
+    run_testbenches(dut, bench)

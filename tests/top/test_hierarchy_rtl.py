@@ -16,7 +16,7 @@ import pytest
 from amaranth import Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
-from amaranth.sim import Simulator
+from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.hdl.csr import CfgWordLayout, cfg_invalid
 from neuron_fabric.hdl.hierarchy import HIERARCHY_MODULE, Hierarchy
@@ -56,9 +56,7 @@ def _rtl_rejects(values, workers, features):
             ctx.set(dut.word, v)
             out.append(bool(ctx.get(dut.bad)))
 
-    sim = Simulator(dut)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench, clock=False)
     return out
 
 
@@ -141,10 +139,7 @@ def run_wrapper(line_bits, workers, stages, profile, n_lines, idle, backpressure
             await ctx.tick()
             cycle += 1
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench)
     prof = PROFILES[profile]
     if len(left) != n_lines:
         errors.append(f"{len(left)} of {n_lines} lines came out")
@@ -203,9 +198,7 @@ def test_count_line_phase(width, lanes, count_lanes):
                     ctx.set(period, p)
                     assert ctx.get(phase) == (value * factor) % p, (value, c, p)
 
-    sim = Simulator(m)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(m, bench, clock=False)
 
 # -- the exported wrapper under cocotb ------------------------------------------
 

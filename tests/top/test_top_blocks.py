@@ -8,7 +8,7 @@ import random
 
 import pytest
 from amaranth import Module
-from amaranth.sim import Simulator
+from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.hdl.bus import AXI4LiteSignature, AXI4Signature
 from neuron_fabric.hdl.counter import CarryResolve, DigitCounter
@@ -21,16 +21,6 @@ from neuron_fabric.host.facts import Mode, ReqOpcode, RwdOpcode, TopParams
 from neuron_fabric.host.regmap import RegisterMap, cfg_encode
 
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
-
-
-def simulate(dut, *benches, background=()):
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    for bench in benches:
-        sim.add_testbench(bench)
-    for bench in background:
-        sim.add_testbench(bench, background=True)
-    sim.run()
 
 
 def test_bus_signatures_compare_by_widths():
@@ -68,7 +58,7 @@ def test_counter_state_settles_to_the_running_total():
                     assert settled % (1 << bits) == totals[-1 - k] % (1 << bits)
         assert ctx.get(resolve.settled[resolve.steps]) == totals[-1 - resolve.steps] % (1 << 16)
 
-    simulate(m, bench)
+    run_testbenches(m, bench)
 
 
 def _region_rule(addr, regions, default):
@@ -157,7 +147,7 @@ def test_request_pipeline_captures_region_and_mask():
             want = golden.gate_pattern(p.lanes, cfg["period"], cfg["keep"], phase)
             assert entry.mask == sum(int(b) << i for i, b in enumerate(want)), (line, cfg)
 
-    simulate(dut, producer, consumer, background=[table])
+    run_testbenches(dut, producer, consumer, background=[table])
 
 
 def test_request_pipeline_hold_and_idle():
@@ -179,7 +169,7 @@ def test_request_pipeline_hold_and_idle():
         # request accepted passes A, M1, M2 and M3 (where it reads the CFG)
         assert cycle == 4, cycle
 
-    simulate(dut, bench)
+    run_testbenches(dut, bench)
 
 
 class _Lite:
@@ -248,7 +238,7 @@ def test_control_registers_write_waits_for_idle():
         assert await lite.read(rmap["COUNTER4_LO"].offset) == (5, 0)
         assert await lite.read(rmap["COUNTER4_HI"].offset) == (0, 0)
 
-    simulate(dut, bench)
+    run_testbenches(dut, bench)
 
 
 def test_write_path_issues_good_writes_and_drops_the_rest():
@@ -293,7 +283,7 @@ def test_write_path_issues_good_writes_and_drops_the_rest():
                 got.append(tag)
         assert got == [d[2] for d in dropped]
 
-    simulate(dut, producer, memory, completions)
+    run_testbenches(dut, producer, memory, completions)
 
 
 def test_ndr_arbiter_answers_every_source_once():
@@ -330,7 +320,7 @@ def test_ndr_arbiter_answers_every_source_once():
         assert sorted(t for t in got if t < 200) == req_tags + rwd_tags
         assert sorted(t for t in got if t >= 200) == sorted(200 + i % 4 for i in range(20))
 
-    simulate(dut, feeder(dut.req_cmp, req_tags), feeder(dut.rwd_cmp, rwd_tags), writes, sink)
+    run_testbenches(dut, feeder(dut.req_cmp, req_tags), feeder(dut.rwd_cmp, rwd_tags), writes, sink)
 
 
 def test_read_entry_filled_before_its_data_returns():
@@ -387,5 +377,5 @@ def test_read_entry_filled_before_its_data_returns():
             if len(got) == count:
                 break
 
-    simulate(dut, bench, background=[memory, drs])
+    run_testbenches(dut, bench, background=[memory, drs])
     assert got == {tag: line(tag << p.offset_bits) for tag in range(1, count + 1)}

@@ -166,7 +166,7 @@ def first_responses(params):
     the first NDR when a MemRd and a MemWr are offered from the first cycle
     on, every ready is high and the memory answers each address the cycle
     after it (Amaranth simulator)."""
-    from amaranth.sim import Simulator
+    from neuron_fabric.sim.amaranth_sim import run_testbenches
     from neuron_fabric.hdl.top import Top
     from neuron_fabric.host.facts import ReqOpcode, RwdOpcode
 
@@ -200,10 +200,7 @@ def first_responses(params):
             ctx.set(axi.rvalid, ar or (ctx.get(axi.rvalid) and not ctx.get(axi.rready)))
             ctx.set(axi.bvalid, aw or (ctx.get(axi.bvalid) and not ctx.get(axi.bready)))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench)
     return seen
 
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 from amaranth import Module, Signal
-from amaranth.sim import Simulator
+from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.host.driver import BusError, CfgError, Driver
 from neuron_fabric.hdl.credit import below
@@ -161,9 +161,7 @@ def test_phase_logic(width, lanes):
                 ctx.set(period, p)
                 assert ctx.get(phase) == (value * lanes) % p, (value, p)
 
-    sim = Simulator(m)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(m, bench, clock=False)
     assert set(MODULI) == {5, 7, 9, 11, 13}
 
 
@@ -195,9 +193,7 @@ def test_gate_mask_logic(lanes):
             ctx.set(phase, ph)
             assert ctx.get(fixed) == as_int(golden.gate_pattern(lanes, 3, 2, ph % 3)), ph
 
-    sim = Simulator(m)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(m, bench, clock=False)
 
 
 # -- ID free list (Amaranth simulator) ------------------------------------------------
@@ -231,10 +227,7 @@ def test_id_pool_hands_out_each_id_once():
                 await ctx.tick()        # an ID given back is visible one cycle later
                 assert ctx.get(dut.alloc_ok)
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench)
 
 
 @pytest.mark.parametrize("depth, slices", [(8, 1), (13, 4), (16, 3)])
@@ -266,10 +259,7 @@ def test_credit_queue_follows_a_fifo(depth, slices):
             assert ctx.get(dut.more_next) == (len(model) >= 2)
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench)
 
 
 def test_below_compares_with_a_constant():
@@ -284,9 +274,7 @@ def test_below_compares_with_a_constant():
             ctx.set(x, v)
             assert [ctx.get(o) for o in outs] == [int(v < k) for k in ks], v
 
-    sim = Simulator(m)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(m, bench, clock=False)
 
 
 @pytest.mark.parametrize("n", [4, 32])
@@ -332,10 +320,7 @@ def test_in_flight_table_room_and_devload_follow_the_count(n):
             count, freeing = count + change, looked
             assert 0 <= count <= n
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    run_testbenches(dut, bench)
 
 
 def test_register_map_region_lookup():
