@@ -176,7 +176,11 @@ def constants_text():
 
 
 def main(argv=None):
-    rows = json.loads((flowlib.REPORTS / "synth.json").read_text())
+    source = flowlib.REPORTS / "synth.json"
+    if not source.exists():
+        print("no build/reports/synth.json: run `make synth` first", file=sys.stderr)
+        return 2
+    rows = json.loads(source.read_text())
     out = [estimate(r) for r in rows]
     path = flowlib.write_rows("ge", out, COLUMNS + ["stage_delay_units"],
                               "Gate-equivalent model (a proxy)",

@@ -50,3 +50,9 @@ def test_envelope_exposure_at_the_closing_stages(tmp_path):
     assert "paper profile, 1 cycle (+20 ps) (%)" in text
     assert "full profile, 2 cycles (+20 ps) (%)" in text
     assert "| full LLC miss | 1.67 | 1.13 | 0.45 | 0.23 |" in text
+
+
+def test_ge_without_a_synthesis_report_says_what_to_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(flowlib, "REPORTS", tmp_path)
+    assert ge.main([]) == 2
+    assert capsys.readouterr().err.strip() == "no build/reports/synth.json: run `make synth` first"
