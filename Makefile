@@ -46,7 +46,7 @@ help:
 	@echo "make synth        Yosys generic-cell synthesis of the datapath, both profiles -> build/reports/synth.*"
 	@echo "make route        ECP5 out-of-context place and route, 3 seeds each -> build/reports/route.*"
 	@echo "make ge           gate-equivalent area/energy/2 GHz slack model -> build/reports/ge.*"
-	@echo "make endpoints    flip-flop input arrivals by driver after routing, 512 bits -> build/reports/endpoints.*"
+	@echo "make endpoints    flip-flop input arrivals by driver after routing, cores and top, 512 bits -> build/reports/endpoints.*"
 	@echo "make sky130       cell area on SkyWater sky130_fd_sc_hd (no timing), every width -> build/reports/sky130.*"
 	@echo "make summary      512 bits, W 8, STAGES 5, both profiles and the top: cells, one ECP5 route,"
 	@echo "                  GE, sky130 area, beside the paper -> build/reports/summary.{md,json}"
@@ -116,7 +116,7 @@ ge: synth
 	$(PY) -m neuron_fabric.synth.ge
 
 endpoints: $(STAMP)
-	$(PY) -m neuron_fabric.synth.endpoints --jobs $(JOBS)
+	$(PY) -m neuron_fabric.synth.endpoints --jobs $(JOBS) --modules core top
 
 sky130: $(STAMP)
 	$(PY) -m neuron_fabric.synth.sky130 --jobs $(JOBS)

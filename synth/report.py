@@ -12,6 +12,8 @@ import json
 import statistics
 import sys
 
+from neuron_fabric.host.facts import TOP_MODULE
+
 from . import flowlib
 from . import ge as ge_model
 from . import sky130 as sky130_flow
@@ -135,7 +137,8 @@ def plots(synth, route, ge, width_stages, stages_width, endpoints=()):
             ax.set_yscale("symlog", linthresh=10)
             ax.set_xlabel("arrival after the clock edge (ns)")
             ax.set_xlim(0, 6)
-            ax.set_title(f"{r['profile']}, {r['line_bits']} bits: {r['fmax_mhz']:.0f} MHz",
+            what = "top, " if r.get("module") == TOP_MODULE else ""
+            ax.set_title(f"{what}{r['profile']}, {r['line_bits']} bits: {r['fmax_mhz']:.0f} MHz",
                          fontsize=9)
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=6)
@@ -368,7 +371,8 @@ def build(synth, route, ge, features, endpoints=(), sky=()):
             cls = {c["class"]: c for c in r["classes"]}
             cells = [f"{cls[c]['endpoints']:,} ({cls[c]['late']})" if c in cls else "0"
                      for c in _ENDPOINT_COLUMNS]
-            L.append(f"| {r['profile']} | {r['line_bits']} | {r['fmax_mhz']:.1f} | "
+            what = " (top)" if r.get("module") == TOP_MODULE else ""
+            L.append(f"| {r['profile']}{what} | {r['line_bits']} | {r['fmax_mhz']:.1f} | "
                      f"{r['late']:,} / {r['endpoints']:,} | " + " | ".join(cells) + " |")
         L += ["", f"![flip-flop input arrivals]({pics['endpoints']})", ""]
 

@@ -51,3 +51,22 @@ def test_block_route_writes_its_own_report(monkeypatch, capsys):
     assert " -> " in row["critical_path"]
     assert not (reports / "route.json").exists()
     assert "inflight seed 1:" in capsys.readouterr().out
+
+
+def test_block_endpoints_smoke(monkeypatch):
+    """`endpoints --block`: the endpoint analysis of a block alone, every
+    flip-flop input counted once, by class and by register group, and the
+    harness's port registers among them."""
+    from neuron_fabric.synth import endpoints
+    reports = REPO / "build" / "test_flow" / "block_endpoints"
+    reports.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(flowlib, "REPORTS", reports)
+    assert endpoints.main(["--block", "ndr", "--smoke", "--jobs", "1"]) == 0
+    rows = json.loads((reports / "endpoints.json").read_text())
+    assert len(rows) == 1 and rows[0]["block"] == "ndr"
+    row = rows[0]
+    assert row["endpoints"] == sum(c["endpoints"] for c in row["classes"])
+    assert row["endpoints"] == sum(g["endpoints"] for g in row["groups"])
+    # the NDR tag leaves through a harness register of its own
+    assert any(g["group"] == "ndr_tag" for g in row["groups"])
+    assert "## block `ndr` (ports registered)" in (reports / "endpoints.md").read_text()
