@@ -1,35 +1,48 @@
-"""Gate phase of a line, ``(line_index * E) mod P`` for a run-time P in 1..15,
-and the PATTERN gate mask the datapath core takes (contract section 3 (v2)).
+"""Gate phase of a line, ``((line - BASE) * E) mod P`` for a run-time P in
+1..15, and the PATTERN gate mask the datapath core takes (contract 4.3 and
+section 3 (v2)), as steps the request pipeline registers one by one, each a
+LUT level or two, or a short carry chain.
 
-A division by a run-time P would be a long combinational path, so the
-residue of the line index is formed for the moduli 5, 7, 9, 11 and 13 (the
-odd prime powers below 16) by trees of small modular adders (each a table
-of its two 4-bit residues, leaves a table of 6 bits of the index), the residue
-modulo 8 is the low three bits, and each P then combines the residues it
-needs (Chinese remainder theorem) with the factor E in one small table.
-The tree is split into steps so that the caller can put pipeline registers
-between them.
+A division by a run-time P would be a long path, so the residue of the
+address is formed for the moduli 5, 7, 9, 11 and 13 (the odd prime powers
+below 16), the residue modulo 8 is the low three bits, and each P then
+combines the residues it needs (Chinese remainder theorem) with the factor E
+in one small table (:func:`phase_candidates`).  The residues of the address
+do not depend on the region, so they are formed while the region is being
+matched:
+
+* :func:`leaf_residues` - each 4-bit group of the address, weighted by its
+  position, modulo q: one LUT4 per bit;
+* :func:`sum_level` - plain sums of pairs, one level per step (carry chains
+  of at most 8 bits), until one sum is left;
+* :func:`fold` - that sum (at most 8 bits) as two residues, of its high and
+  low nibbles, each a LUT4, and their plain sum;
+* the region's ``(-BASE) mod q`` (``hdl/derive.py``) added to it, and
+  :func:`reduce_small` takes the result (at most 6 bits) modulo q.
 
 The mask is periodic in the lane index: lane ``i`` is kept iff
 ``(phase + i) mod P < K``, i.e. ``mask[i] = T[i + phase]`` for the table
-``T[u] = (u mod P) < K``.  :func:`pattern_table` forms ``T`` from P and K
-alone (each bit a function of eight bits), so it can be computed beside
-the phase; :func:`gate_mask` then selects each lane's bit by the phase (a
-16:1 multiplexer per lane).
+``T[u] = (u mod P) < K``.  :func:`keep_below` and :func:`pattern_table` form
+``T`` from P and K alone in three steps, beside the phase; :func:`gate_mask`
+then selects each lane's bit by the phase.  Every run-time choice among 16
+is cut into two choices among 4 (:func:`choose4`), each a LUT4 pair and the
+slice's multiplexer, so each step reads at most six inputs.
 """
 
-from math import gcd
+from math import gcd, lcm
 
-from amaranth import Cat, Const, Signal
+from amaranth import Cat, Const, Signal, Value
 
-__all__ = ["MODULI", "PERIOD_MAX", "leaves", "reduce", "tree_levels", "phase_candidates",
-           "phase_lookup", "phase_reference",
-           "keep_below", "pattern_table", "gate_mask"]
+__all__ = ["MODULI", "PERIOD_MAX", "LEAF_BITS", "leaf_residues", "sum_level", "fold",
+           "reduce_small", "negate_small", "residue", "phase_candidates", "choose4",
+           "phase_choose", "phase_reference", "keep_below", "pattern_choose",
+           "pattern_table", "mask_choose", "gate_mask", "table_length", "low_bits_needed"]
 
 #: Moduli whose residues the trees compute.
 MODULI = (5, 7, 9, 11, 13)
 PERIOD_MAX = 15
-_LEAF_BITS = 6
+#: Address bits a leaf reads: each residue bit of a leaf is one LUT4.
+LEAF_BITS = 4
 #: Values a 4-bit phase can take: the table reaches 15 entries past the last lane.
 _PHASES = 16
 
@@ -39,67 +52,105 @@ def phase_reference(line_index, lanes, period):
     return (line_index * lanes) % period
 
 
-def _mod_add(a, b, q):
-    """``(a + b) mod q`` for residues ``a, b < q`` as one table indexed by
-    both (6 or 8 bits): one small function per result bit, so a tree level
-    is a LUT or two deep instead of an adder, a compare and a subtractor."""
-    w = (q - 1).bit_length()
-    table = sum((((x + y) % q) << (4 * (x | (y << w))))
-                for x in range(q) for y in range(q))
-    return Const(table, 4 << 2 * w).word_select(Cat(a[:w], b[:w]), 4)
+def _bits(n):
+    return max(1, (n - 1).bit_length())
 
 
-def leaves(m, x):
-    """First step: for each modulus ``q`` the residues of the 6-bit groups
-    of ``x`` (each weighted by its position), one table per group."""
-    out = {}
-    for q in MODULI:
-        parts = []
-        for lsb in range(0, len(x), _LEAF_BITS):
-            group = x[lsb:lsb + _LEAF_BITS]
-            table = sum((sum(((v >> k) & 1) * pow(2, lsb + k, q)
-                             for k in range(len(group))) % q) << (4 * v)
-                        for v in range(1 << len(group)))
-            part = Signal(4, name=f"leaf{q}_{lsb // _LEAF_BITS}")
-            m.d.comb += part.eq(Const(table, 4 << len(group)).word_select(group, 4))
-            parts.append(part)
-        out[q] = parts
+def _table(index, func, width, size):
+    """``func(v)`` for ``v`` in ``0 .. size-1`` as a constant table of
+    ``width``-bit words selected by ``index``."""
+    return Const(sum(func(v) << (width * v) for v in range(size)),
+                 width * size).word_select(index, width)
+
+
+def leaf_residues(x, q):
+    """Each ``LEAF_BITS``-bit group of ``x`` times its weight, modulo ``q``:
+    one table of the group's bits (a LUT4 per result bit)."""
+    out = []
+    for lsb in range(0, len(x), LEAF_BITS):
+        group = x[lsb:lsb + LEAF_BITS]
+        weight = pow(2, lsb, q)
+        out.append(_table(group, lambda v: (v * weight) % q, _bits(q), 1 << len(group)))
     return out
 
 
-def tree_levels(width):
-    """Levels of :func:`reduce` that bring the leaves of a ``width``-bit
-    value down to one residue."""
-    n = -(-width // _LEAF_BITS)
-    return max(0, (n - 1).bit_length())
+def sum_level(values):
+    """Plain sums of neighbouring pairs (an odd last value passes)."""
+    values = [Value.cast(v) for v in values]
+    return [values[i] + values[i + 1] if i + 1 < len(values) else values[i]
+            for i in range(0, len(values), 2)]
 
 
-def reduce(values, q, levels=None):
-    """Add ``values`` pairwise modulo ``q`` for ``levels`` levels (all the way
-    to one value when None)."""
-    values = list(values)
-    while len(values) > 1 and (levels is None or levels > 0):
-        values = [_mod_add(values[i], values[i + 1], q) if i + 1 < len(values) else values[i]
-                  for i in range(0, len(values), 2)]
-        if levels is not None:
-            levels -= 1
-    return values
+def fold(v, q):
+    """``v`` (at most 8 bits) as ``(16 * high) mod q`` and ``low mod q``,
+    each a table of one nibble; their plain sum is at most ``2q - 2``."""
+    v = Value.cast(v)
+    if len(v) > 8:
+        raise ValueError(f"fold takes at most 8 bits, not {len(v)}")
+    high, low = v[4:], v[:4]
+    return (_table(high, lambda h: (16 * h) % q, _bits(q), 1 << len(high)) if len(high)
+            else Const(0, _bits(q)),
+            _table(low, lambda l: l % q, _bits(q), 1 << len(low)))
 
 
-def _factor_inputs(p):
-    """For period ``p``: the power of two dividing it and the tree moduli whose
-    residues determine ``x mod p``."""
-    two = p & -p
-    odd = p // two
-    mods = [q for q in MODULI if gcd(q, odd) > 1]
-    return two, mods
+def reduce_small(v, q):
+    """``v mod q`` for a ``v`` of at most 6 bits: one table."""
+    v = Value.cast(v)
+    if len(v) > 6:
+        raise ValueError(f"reduce_small takes at most 6 bits, not {len(v)}")
+    return _table(v, lambda w: w % q, _bits(q), 1 << len(v))
 
 
-def phase_candidates(low_bits, residues, lanes, alternative=None):
-    """The phase for each period P (list index, 0..15) from ``low_bits``
-    (x mod 8) and the residues (one Value per modulus, each < q): each a
-    table of the few residue bits P needs (at most 7), so all of them form
-    in one shallow step; :func:`phase_lookup` then picks one by P.
+def negate_small(v, q):
+    """``(-v) mod q`` for a ``v`` of at most 6 bits: one table."""
+    v = Value.cast(v)
+    if len(v) > 6:
+        raise ValueError(f"negate_small takes at most 6 bits, not {len(v)}")
+    return _table(v, lambda w: (-w) % q, _bits(q), 1 << len(v))
+
+
+def residue(m, x, q, offset=None):
+    """``(x + offset) mod q`` as the steps above chained without registers,
+    each step's result a Signal of ``m`` (for tests and references; the
+    pipelines register between the steps).  ``offset`` is a residue below
+    ``q``."""
+    values = [_signal(m, v, f"res{q}_leaf{i}")
+              for i, v in enumerate(leaf_residues(Value.cast(x), q))]
+    level = 0
+    while len(values) > 1:
+        level += 1
+        values = [_signal(m, v, f"res{q}_sum{level}_{i}") for i, v in enumerate(sum_level(values))]
+    high, low = fold(values[0], q)
+    total = _signal(m, high + low, f"res{q}_fold")
+    return reduce_small(total if offset is None else _signal(m, total + offset, f"res{q}_off"), q)
+
+
+def low_bits_needed(period, factors):
+    """How many low bits of x decide ``(x * f) mod 2^s`` for every factor f
+    (a power of two) of ``factors``, where ``2^s`` is the power of two
+    dividing ``period``."""
+    s = ((period & -period).bit_length() - 1) if period else 0
+    return max([max(0, s - (f.bit_length() - 1)) for f in factors] + [0])
+
+
+def _odd_moduli(p):
+    """The moduli whose residues decide ``x mod odd(p)``: 3 for a factor of 3
+    that 9 does not divide, 9 when it does, and the other primes."""
+    odd = p // (p & -p)
+    mods = []
+    if odd % 9 == 0:
+        mods.append(9)
+    elif odd % 3 == 0:
+        mods.append(3)
+    mods += [q for q in (5, 7, 11, 13) if gcd(q, odd) > 1]
+    return mods
+
+
+def phase_candidates(low, residues, lanes, alternative=None):
+    """The phase ``(x * E) mod P`` for each period P (list index 0..15) from
+    ``low`` (x mod 8, or its low bits) and ``residues`` (``{q: x mod q}``
+    for q in 3, 5, 7, 9, 11, 13): each a table of the few bits P needs (at
+    most five, six with ``alternative``), so all of them form in one step.
 
     ``alternative``, a pair ``(select, lanes_2)``, makes each table one
     input wider: where the 1-bit Value ``select`` is high, the phase is
@@ -108,29 +159,40 @@ def phase_candidates(low_bits, residues, lanes, alternative=None):
     factors = [lanes] if alternative is None else [lanes, alternative[1]]
     out = [Const(0, 4), Const(0, 4)]         # P = 1 (and the rejected P = 0): phase 0
     for p in range(2, PERIOD_MAX + 1):
-        two, mods = _factor_inputs(p)
-        low = two.bit_length() - 1
-        key = Cat(low_bits[:low], *(residues[q][:(q - 1).bit_length()] for q in mods))
-        span = two
-        for q in mods:
-            span *= q
-        table = 0
-        for x in range(span):
-            k, shift = x % two, low
-            for q in mods:
-                k |= (x % q) << shift
-                shift += (q - 1).bit_length()
-            for f, factor in enumerate(factors):
-                table |= ((x * factor) % p) << (4 * (k | (f << len(key))))
+        nlow, mods = low_bits_needed(p, factors), _odd_moduli(p)
+        fields = [(1 << nlow, nlow)] + [(q, _bits(q)) for q in mods]
+        key = Cat(low[:nlow], *(residues[q][:_bits(q)] for q in mods))
         if alternative is not None:
             key = Cat(key, alternative[0])
+        table = 0
+        for x in range(lcm(p, 8, *mods)):
+            k, shift = 0, 0
+            for modulus, width in fields:
+                k, shift = k | ((x % modulus) << shift), shift + width
+            for f, factor in enumerate(factors):
+                table |= ((x * factor) % p) << (4 * (k | (f << shift)))
         out.append(Const(table, 4 << len(key)).word_select(key, 4))
     return out
 
 
-def phase_lookup(period, candidates):
-    """The phase for the run-time ``period`` from :func:`phase_candidates`."""
-    return Cat(*candidates).word_select(period, 4)
+def choose4(values, select):
+    """``values[select]`` for up to four Values (zero-extended to the widest;
+    missing ones read as 0) and a 2-bit ``select``: per bit a LUT4 pair and
+    the slice's multiplexer."""
+    values = [Value.cast(v) for v in values]
+    width = max(len(v) for v in values)
+    values += [Const(0, width)] * (4 - len(values))
+    return Cat(*(v.as_unsigned() if len(v) == width else Cat(v, Const(0, width - len(v)))
+                 for v in values)).word_select(select, width)
+
+
+def phase_choose(candidates, period, step):
+    """The phase for the run-time ``period`` from :func:`phase_candidates`
+    in two steps: ``step`` 0 chooses by ``period[:2]`` (four values, one for
+    each ``period[2:]``), ``step`` 1 by ``period[2:]`` among those."""
+    if step == 0:
+        return [choose4(candidates[4 * hi:4 * hi + 4], period[:2]) for hi in range(4)]
+    return choose4(candidates, period[2:4])
 
 
 def keep_below(keep):
@@ -139,27 +201,69 @@ def keep_below(keep):
     return Cat(*(keep > r for r in range(PERIOD_MAX)))
 
 
-def pattern_table(period, keep, lanes, below=None):
-    """``T[u] = (u mod P) < K`` for ``u`` in ``0 .. E + 14``, for a run-time
-    P in 1..15 and K in 0..P (``period``, ``keep``: Values); with ints, the
-    constant table of a fixed pattern.  Given ``below`` (:func:`keep_below`
-    of K, registered by the caller), each bit is one of its bits chosen by P
-    (a 16:1 choice) and ``keep`` is not used; without, each bit is a
-    function of P and K."""
-    length = lanes + _PHASES - 1
+def table_length(lanes):
+    """Entries of the pattern table: the lanes and 15 past the last."""
+    return lanes + _PHASES - 1
+
+
+def _below_at(below, u, p):
+    """``below[u mod p]`` (0 for the rejected P = 0)."""
+    return below[u % p] if p else Const(0, 1)
+
+
+def pattern_choose(below, period, lanes, step):
+    """The run-time pattern table ``T[u] = (u mod P) < K`` from
+    :func:`keep_below` of K in two steps: ``step`` 0 gives, for each u and
+    each ``period[2:]``, the bit chosen by ``period[:2]``; ``step`` 1 takes
+    the list of step 0 and chooses by ``period[2:]``."""
+    n = table_length(lanes)
+    if step == 0:
+        return [Cat(*(choose4([_below_at(below, u, 4 * hi + lo) for lo in range(4)],
+                              period[:2]) for u in range(n))) for hi in range(4)]
+    return Cat(*(choose4([below[hi][u] for hi in range(4)], period[2:4]) for u in range(n)))
+
+
+def _signal(m, value, name):
+    """``value`` through a Signal of ``m`` (when given): each step's result a
+    Signal, as the pipeline registers it."""
+    if m is None:
+        return value
+    value = Value.cast(value)
+    sig = Signal(len(value), name=name)
+    m.d.comb += sig.eq(value)
+    return sig
+
+
+def pattern_table(period, keep, lanes, m=None):
+    """``T[u] = (u mod P) < K`` for ``u`` in ``0 .. E + 14``: with ints the
+    constant table of a fixed pattern; with Values the steps of
+    :func:`pattern_choose` chained without registers (through Signals of
+    ``m`` when given)."""
+    length = table_length(lanes)
     if isinstance(period, int):
         return Const(sum(1 << u for u in range(length) if u % period < keep), length)
-    if below is None:
-        bits = []
-        for u in range(length):
-            residues = Cat(*(Const(u % q if q else 0, 4) for q in range(PERIOD_MAX + 1)))
-            bits.append(keep > residues.word_select(period, 4))
-        return Cat(*bits)
-    return Cat(*(Cat(Const(0, 1), *(below[u % q] for q in range(1, PERIOD_MAX + 1)))
-                 .bit_select(period, 1) for u in range(length)))
+    below = _signal(m, keep_below(keep), "below")
+    half = [_signal(m, h, f"table_half{k}")
+            for k, h in enumerate(pattern_choose(below, period, lanes, 0))]
+    return pattern_choose(half, period, lanes, 1)
 
 
-def gate_mask(table, phase, lanes):
-    """The PATTERN gate mask, bit ``i`` = ``T[i + phase]`` (contract section 2:
-    lane ``i`` kept iff ``(phase + i) mod P < K``)."""
-    return Cat(*(table[i:i + _PHASES].bit_select(phase, 1) for i in range(lanes)))
+def mask_choose(table, phase, lanes, step):
+    """The PATTERN gate mask ``mask[i] = T[i + phase]`` (contract section 2:
+    lane ``i`` kept iff ``(phase + i) mod P < K``) in two steps: ``step`` 0
+    shifts the table by ``phase[:2]`` (``T[j + phase[:2]]`` for j up to
+    E + 11), ``step`` 1 the result by ``4 * phase[2:]``."""
+    table = Value.cast(table)
+    if step == 0:
+        n = lanes + 12
+        return Cat(*(choose4([table[j + k] if j + k < len(table) else Const(0, 1)
+                              for k in range(4)], phase[:2]) for j in range(n)))
+    return Cat(*(choose4([table[i + 4 * k] for k in range(4)], phase[2:4])
+                 for i in range(lanes)))
+
+
+def gate_mask(table, phase, lanes, m=None):
+    """:func:`mask_choose`'s two steps chained without registers (through a
+    Signal of ``m`` when given)."""
+    half = _signal(m, mask_choose(table, phase, lanes, 0), "mask_half")
+    return mask_choose(half, phase, lanes, 1)

@@ -1,57 +1,110 @@
 """Region match of the request pipeline (contract 4.3): the lowest-numbered
-enabled region with BASE <= line address < LIMIT gives the request its
-CFG and BASE, DEFAULT_CFG and BASE 0 when none does.  The pipeline
-(``request.py``) puts a register after each step: the compares
-(:func:`compare_halves`), each region's :func:`match`, the first match,
-and the choice (:func:`select`).
+enabled region with BASE <= line address < LIMIT gives the request its CFG
+and its region values, DEFAULT_CFG (and BASE 0) when none does.
 
-(A registered copy of the configuration beside the pipeline, a cycle late,
-which no request could see since a register write commits under ``hold``
-and ``idle``, was tried for the compares: the whole top routed at 150.6
-against 152.4 MHz without it, with a thousand more flip-flops.)"""
+The compares are cut into steps of at most two LUT4 levels, which the
+pipeline (``request.py``) registers one by one:
 
-from amaranth import Cat, Const, Signal
+* :func:`chunk_compare` - for each 4-bit chunk of the address and a bound,
+  whether the chunk is below the bound's and whether they are equal (2-bit
+  pieces, then pairs of pieces);
+* :func:`combine` - groups of up to four (less, equal) pairs into one, the
+  higher one deciding, until at most three are left;
+* :func:`match` - the last three into "below" for BASE and LIMIT, and the
+  region's match (enabled, not below BASE, below LIMIT);
+* :func:`first` - the lowest-numbered match, one-hot, and "none";
+* :func:`select_partial` and :func:`select_final` - the chosen region's
+  values as an AND-OR over the one-hot, pairs of sources then their OR.
 
-from neuron_fabric.host.facts import CXL_ADDR_BITS
-from .cfg import CfgLayout
+Every compare is written as gates, not with ``<``, so synthesis makes LUTs
+of it rather than carry chains, which are slow to enter and leave on ECP5.
+"""
 
-__all__ = ["compare_halves", "match", "select"]
+from functools import reduce
 
+from amaranth import Const, Value
 
-def compare_halves(config, addr, params):
-    """Per region of ``config``: its enable, and ``addr < BASE`` and
-    ``addr < LIMIT`` as (high less, high equal, low less) triples, so each
-    compare is half as long."""
-    half = len(addr) // 2
-    out = []
-    for region in (config.regions if params.regions else []):
-        bits = [region.enable]
-        for bound in (region.base, region.limit):
-            bits += [addr[half:] < bound[half:], addr[half:] == bound[half:],
-                     addr[:half] < bound[:half]]
-        out.append(Cat(*bits))
-    return out
+__all__ = ["chunk_compare", "combine", "match", "first", "select_partial", "select_final",
+           "compare_steps", "region_reference"]
 
 
-def match(cmp):
-    """A region matches (from :func:`compare_halves`'s bits): enabled, not
-    below BASE, below LIMIT."""
-    enable, b_hlt, b_heq, b_llt, l_hlt, l_heq, l_llt = (cmp[i] for i in range(7))
-    below_base = b_hlt | (b_heq & b_llt)
-    below_limit = l_hlt | (l_heq & l_llt)
+def _or(values):
+    values = list(values)
+    return reduce(lambda a, b: a | b, values) if values else Const(0, 1)
+
+
+def _piece(a, b):
+    """(a < b, a == b) for pieces of at most two bits, as gates."""
+    lt, eq = Const(0, 1), Const(1, 1)
+    for i in range(len(a)):                    # from the lowest bit up
+        lt = (~a[i] & b[i]) | (~(a[i] ^ b[i]) & lt)
+        eq = eq & ~(a[i] ^ b[i])
+    return lt, eq
+
+
+def _join(pairs):
+    """One (less, equal) pair from pairs listed lowest first."""
+    lt, eq = pairs[0]
+    for hlt, heq in pairs[1:]:
+        lt, eq = hlt | (heq & lt), heq & eq
+    return lt, eq
+
+
+def chunk_compare(addr, bound):
+    """(less, equal) of each 4-bit chunk of ``addr`` against ``bound``,
+    lowest first: two LUT4 levels."""
+    pieces = [_piece(addr[i:i + 2], bound[i:i + 2]) for i in range(0, len(addr), 2)]
+    return [_join(pieces[i:i + 2]) for i in range(0, len(pieces), 2)]
+
+
+def combine(pairs):
+    """Groups of four (less, equal) pairs joined, lowest first: two LUT4
+    levels (the less of four is a function of seven inputs)."""
+    return [_join(pairs[i:i + 4]) for i in range(0, len(pairs), 4)]
+
+
+def compare_steps(width):
+    """How many :func:`combine` steps bring a ``width``-bit compare's chunks
+    to at most three pairs, which :func:`match` takes."""
+    n, steps = -(-width // 4), 0
+    while n > 3:
+        n, steps = -(-n // 4), steps + 1
+    return steps
+
+
+def match(enable, base_pairs, limit_pairs):
+    """The region matches: enabled, the address not below BASE, below LIMIT
+    (each from at most three pairs: a LUT5, then a LUT3)."""
+    below_base, _ = _join(base_pairs)
+    below_limit, _ = _join(limit_pairs)
     return enable & ~below_base & below_limit
 
 
-def select(m, config, first, none, params):
-    """CFG and BASE of the region of ``config`` selected by ``first``
-    (one-hot), or DEFAULT_CFG and 0 when ``none``."""
-    cfg = Signal(CfgLayout)
-    base = Signal(CXL_ADDR_BITS - params.offset_bits)
-    cfg_or = config.default.as_value() & none.replicate(CfgLayout.size)
-    base_or = Const(0, len(base))
-    for r, hit in enumerate(first):
-        region = config.regions[r]
-        cfg_or = cfg_or | (region.cfg.as_value() & hit.replicate(CfgLayout.size))
-        base_or = base_or | (region.base & hit.replicate(len(base)))
-    m.d.comb += [cfg.eq(cfg_or), base.eq(base_or)]
-    return cfg, base
+def first(matches):
+    """The lowest-numbered match as a one-hot list, and whether none matched."""
+    return ([m & ~_or(matches[:r]) for r, m in enumerate(matches)],
+            ~_or(matches))
+
+
+def select_partial(selects, values):
+    """First step of the AND-OR choice of ``values[k]`` by the one-hot
+    ``selects``: the OR of each pair of sources (a LUT4 per bit)."""
+    width = len(Value.cast(values[0]))
+    terms = [Value.cast(v) & s.replicate(width) for s, v in zip(selects, values)]
+    return [_or(terms[i:i + 2]) for i in range(0, len(terms), 2)]
+
+
+def select_final(partials):
+    """Second step: the OR of the partials."""
+    return _or(partials)
+
+
+def region_reference(addr, regions):
+    """contract 4.3 in Python: the index of the first enabled region of
+    ``regions`` (``(enable, base, limit)`` line addresses) that holds the line
+    address ``addr``, or None."""
+    for r, (enable, base, limit) in enumerate(regions):
+        if enable and base <= addr < limit:
+            return r
+    return None
+

@@ -1,49 +1,59 @@
 """The M2S Req pipeline: region match, configuration capture, gate phase and
 gate mask (contract 4.3), with a queue of classified requests for issue.
 
-Stages (one register each, no clock enable: the pipeline never stalls)::
+Every stage is a register loaded every cycle (the pipeline never stalls),
+and each step between two is at most two LUT4 levels or a short carry
+chain.  Two tracks run side by side from the accept register A:
 
-    A   accept (opcode, line address, tag); a read reserves its table place
-    M1  opcode class (a read takes its ID); each region's BASE and LIMIT
-        compared in two halves
-    M2  each region's match
-    M3  the lowest-numbered match, one-hot (or none)
-    M4  its configuration and BASE (DEFAULT_CFG and 0 when none)
-    S5  line index = address - BASE; r < K for each residue r
-    S6  residues of the line index: leaves of the modular-adder trees;
-        the pattern table T[u] = (u mod P) < K
-    T1.. one tree level each (three at 512 bits)  -> issue queue from T1
-    PC  the phase for every P
-    PH  the phase for this P
-    MASK gate mask, mask[i] = T[i + phase]  -> the read's in-flight entry
+* the region match (``region.py``): 4-bit chunk compares of the address
+  with every region's BASE and LIMIT, their combination, each region's
+  match, the first match one-hot, and the AND-OR choice of the matched
+  region's CFG and BASE residues (``derive.py``), DEFAULT_CFG and zero
+  residues when none matches;
+* the address residues (``residues.py``): for each modulus the plain sum
+  of the address's leaf residues, folded.
 
-The issue queue is written AR_LEAD stages before the last, so a read's AR
-goes out while its mask is still being formed; the entry is filled before
-its R beat can come back (see AR_LEAD).
+They meet in the stage that adds the region's ``(-BASE) mod q``, which is
+taken modulo q; then one step gives the phase candidate of every P, two
+the phase of this P, and two the gate mask from the pattern table of P
+and K (formed beside, ``phase.py``).  The last stage fills the read's
+in-flight entry (tag, CFG fields, mask).  A read takes its AXI ID in the
+first stage after A; the issue queue is written AR_LEAD stages before
+the last, so a read's AR goes out while its mask is still being formed.
+At 512 bits the pipeline is fifteen stages (:attr:`RequestPipeline.depth`).
 
-Admission is by credit: ``req.ready`` is a register that is high only when
-the queue has room for every request the pipeline may still hold and the
+Admission is by credit: ``req.ready`` is a register, high only when the
+queue has room for every request the pipeline may still hold and the
 in-flight table has room for a read, so nothing downstream can stop a
-request once accepted.  The configuration is
-read in stages A (BASE, LIMIT, enable) and M3 (CFG, BASE); ``config.idle``
-tells the control registers that neither holds a request and none is being
-accepted, so a register write may take effect (contract 4.3).
+request once accepted.  The pipeline reads its own copy of the
+configuration (registers beside it), which it loads from the control
+registers only while it is idle: while ``hold`` is high and for
+:attr:`RequestPipeline.quiet` cycles after, it admits nothing and, once no
+request is left in a stage that reads the configuration, loads the copy
+every cycle.  So a control write may take effect at once (``config.idle``
+is always high): a request accepted before the write's response never
+sees it, one accepted after always does, including the region residues,
+which follow each BASE within :func:`.derive.refresh_cycles`.
 """
 
-from amaranth import Cat, Const, Module, Signal, Value
+from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import COUNT_LANE_BITS, CXL_ADDR_BITS, PROFILES, Operand, ReqOpcode
+from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
 from neuron_fabric.host.regmap import HIERARCHY_CFG_FIELDS
 from .bus import ReqLayout
+from .cfg import CfgLayout, ConfigSignature
 from .credit import credit_ready
-from .csr import CfgLayout, ConfigSignature
+from .derive import RegionResidues, ResidueLayout, local_config, refresh_cycles
+from .gate import FIXED_PATTERN, gate_mask_steps, slices
 from .inflight import ReadAllocSignature, ReserveSignature
-from .phase import (MODULI, gate_mask, keep_below, leaves, pattern_table, phase_candidates,
-                    phase_lookup, reduce, tree_levels)
-from .region import compare_halves, match, select
+from .queue import CreditQueue
+from .phase import MODULI, reduce_small
+from .pipe import Line, copies, delay, register
+from .region import chunk_compare, combine, compare_steps, first, match, select_final, \
+    select_partial
+from .residues import plain_residues, track_length
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "RequestPipeline",
            "FIXED_PATTERN", "AR_LEAD"]
@@ -53,11 +63,6 @@ class Kind:
     """What the top does with a request: read the line, answer NDR Cmp,
     answer NDR Cmp and flag UNSUPPORTED, or drop it (MemSpecRd)."""
     READ, CMP, UNSUPPORTED, DROP = range(4)
-
-
-#: The fixed PATTERN gate of a build without ``gate_pattern_programmable``
-#: (the paper's 2-of-3 gate): P, K.
-FIXED_PATTERN = (3, 2)
 
 
 def ReadCfgLayout(params):
@@ -84,38 +89,23 @@ def ReadEntryLayout(params):
 
 
 #: Depth of the queue behind the pipeline: covers the requests in flight
-#: from admission to the queue's output, so that one is accepted per cycle.
+#: from the issue tap to the queue's output, so that one is accepted per cycle.
 QUEUE_DEPTH = 16
 
 #: Stages from the one that writes the issue queue to the last one, which
 #: fills the read's in-flight entry.  The earliest lookup of a read's entry
-#: comes 6 cycles after its request is written to the queue (queue 2, AR
+#: comes 5 cycles after its request is written to the queue (queue 1, AR
 #: queue 2, the AXI address and data handshakes 1, the R beat register 1),
 #: and reads the table as it was after the cycle before: so the entry is
-#: filled before any lookup can read it as long as AR_LEAD <= 5, whatever
+#: filled before any lookup can read it as long as AR_LEAD <= 4, whatever
 #: the memory does (a test checks it with a memory answering the cycle
 #: after each address).
-AR_LEAD = 5
+AR_LEAD = 4
 
-
-def _stage(m, name, valid, fields):
-    """Register ``valid`` (reset) and ``fields`` (reset-less), every cycle."""
-    valid_q = Signal(name=f"{name}_valid")
-    m.d.sync += valid_q.eq(valid)
-    regs = {}
-    for key, value in fields.items():
-        if isinstance(value, list):
-            regs[key] = [_reg(m, f"{name}_{key}{i}", v) for i, v in enumerate(value)]
-        else:
-            regs[key] = _reg(m, f"{name}_{key}", value)
-    return valid_q, regs
-
-
-def _reg(m, name, value):
-    shape = value.shape() if isinstance(value, data.View) else len(Value.cast(value))
-    reg = Signal(shape, name=name, reset_less=True)
-    m.d.sync += reg.eq(value)
-    return reg
+#: Registered copies of the accepted address for the region compares (each
+#: serving a share of the regions), and of each first-match select (each
+#: serving a slice of the chosen values).
+ADDR_COPIES, SELECT_COPIES = 4, 4
 
 
 class RequestPipeline(wiring.Component):
@@ -129,13 +119,15 @@ class RequestPipeline(wiring.Component):
     -------
     req : In(stream.Signature(ReqLayout()))
     config : In(ConfigSignature(params))
+        The configuration changes only while ``hold`` is high and ``idle``
+        answers, as the control registers change it.
     out : Out(stream.Signature(RequestLayout(params)))
     reserve : Out(ReserveSignature())
         A place in the in-flight table for each read accepted; no request
         is accepted while the table will have no room.
     alloc : Out(ReadAllocSignature(...))
-        A read takes its ID in M1 (one is always free: its place was
-        reserved) and fills its entry in the last stage.
+        A read takes its ID in the stage after A (one is always free: its
+        place was reserved) and fills its entry in the last stage.
     """
 
     def __init__(self, params):
@@ -148,112 +140,175 @@ class RequestPipeline(wiring.Component):
             "alloc": Out(ReadAllocSignature(params.id_bits, ReadEntryLayout(params))),
         })
 
+    # -- stage numbers (the register after A is stage 1) -----------------------------
+    @property
+    def _width(self):
+        return CXL_ADDR_BITS - self._params.offset_bits
+
+    @property
+    def _first_stage(self):
+        """The stage holding the first-match one-hot: the last before the
+        configuration's choice (chunks 1, combines, match, first)."""
+        return 1 + compare_steps(self._width) + 2
+
+    @property
+    def _join_stage(self):
+        """The stage where the chosen region's residues and the address's
+        meet (both tracks registered there)."""
+        return max(self._first_stage + 2, track_length(self._width))
+
+    @property
+    def depth(self):
+        """Stages from A (0) to the last, which fills the in-flight entry."""
+        return self._join_stage + 7
+
+    @property
+    def quiet(self):
+        """Cycles the pipeline stays idle, with ``hold`` low, before it admits
+        a request again after a control write: its local copy of the
+        configuration is loaded in the cycle after the first of them, and a
+        request accepted after them reads its region's residues (as it
+        leaves the first-match stage) no sooner than
+        :func:`.derive.refresh_cycles` after that load."""
+        return max(1, refresh_cycles(self._params) - self._first_stage)
+
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        queue = m.submodules.queue = SyncFIFOBuffered(width=RequestLayout(p).size,
-                                                      depth=QUEUE_DEPTH)
-        accept = self._admission(m, queue)
-        stages = []
-
-        def stage(name, valid, fields):
-            stages.append(_stage(m, name, valid, fields))
-            return stages[-1]
-
-        a_valid, a = stage("a", accept, {
-            "opcode": self.req.payload.opcode, "addr": self.req.payload.addr[p.offset_bits:],
-            "tag": self.req.payload.tag})
-        m1_valid, m1 = stage("m1", a_valid, {"kind": _kind(m, a["opcode"]),
-                                            "addr": a["addr"], "tag": a["tag"],
-                                            "cmp": compare_halves(self.config, a["addr"], p)})
-        # A read takes its ID here; it travels with the request from M2 on.
-        m.d.comb += self.alloc.take.eq(m1_valid & (m1["kind"] == Kind.READ))
-        keep = ("kind", "addr", "tag", "id")
-        m2_valid, m2 = stage("m2", m1_valid, {**{k: m1[k] for k in keep[:3]},
-                                             "id": self.alloc.id,
-                                             "match": [match(c) for c in m1["cmp"]]})
-        first = [mt & ~Cat(*m2["match"][:r]).any() if r else mt
-                 for r, mt in enumerate(m2["match"])]
-        m3_valid, m3 = stage("m3", m2_valid, {**{k: m2[k] for k in keep}, "first": first,
-                                             "none": ~Cat(*m2["match"]).any()
-                                             if m2["match"] else Const(1, 1)})
-        cfg, base = select(m, self.config, m3["first"], m3["none"], p)
-        m4_valid, m4 = stage("m4", m3_valid, {**{k: m3[k] for k in keep},
-                                             "cfg": cfg, "base": base})
-        m.d.comb += self.config.idle.eq(~self.req.ready & ~a_valid & ~m1_valid & ~m2_valid
-                                        & ~m3_valid)
-
-        # The pattern table depends on the configuration alone: formed in two
-        # steps beside the line index and the leaves, then carried.
-        programmable = PROFILES[p.profile].has("gate_pattern_programmable")
-        m4_cfg = data.View(CfgLayout, m4["cfg"])
-        keep = ("kind", "addr", "tag", "id", "cfg")
-        s5_valid, s5 = stage("s5", m4_valid, {**{k: m4[k] for k in keep},
-                                             "below": keep_below(m4_cfg.keep),
-                                             "index": m4["addr"] - m4["base"]})
-        s5_cfg = data.View(CfgLayout, s5["cfg"])
-        if programmable:
-            table = pattern_table(s5_cfg.period, None, p.lanes, below=s5["below"])
-        else:
-            table = pattern_table(*FIXED_PATTERN, p.lanes)
-        keep = ("kind", "addr", "tag", "id", "cfg", "table")
-        # The residue trees, one table level per stage: leaves, then levels.
-        t_valid, t = stage("s6", s5_valid, {**{k: s5[k] for k in keep[:5]}, "table": table,
-                                           "low": s5["index"][:3],
-                                           **{f"r{q}": v for q, v in
-                                              leaves(m, s5["index"]).items()}})
-        for level in range(tree_levels(len(s5["index"]))):
-            t_valid, t = stage(f"t{level + 1}", t_valid, {
-                **{k: t[k] for k in keep}, "low": t["low"],
-                **{f"r{q}": reduce(t[f"r{q}"], q, levels=1) for q in MODULI}})
-        # The phase for every P, then the one of this P, then the mask.
-        # A count line (contract section 5.3) has E_c = LINE_BITS / 32 elements.
-        t_cfg = data.View(CfgLayout, t["cfg"])
-        counts = ((t_cfg.operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
-                  if PROFILES[p.profile].has("hierarchy") else None)
-        pc_valid, pc = stage("pc", t_valid, {
-            **{k: t[k] for k in keep},
-            "cand": phase_candidates(t["low"], {q: t[f"r{q}"][0] for q in MODULI}, p.lanes,
-                                     counts)})
-        pc_cfg = data.View(CfgLayout, pc["cfg"])
-        ph_valid, ph = stage("ph", pc_valid, {**{k: pc[k] for k in keep},
-                                             "phase": phase_lookup(pc_cfg.period, pc["cand"])})
-        ph_cfg = data.View(CfgLayout, ph["cfg"])
+        queue = m.submodules.queue = CreditQueue(RequestLayout(p).size, QUEUE_DEPTH)
+        # A registered copy of the region table and DEFAULT_CFG beside the
+        # pipeline (a cycle behind the control registers, which the quiet
+        # cycles after hold cover).
+        line = Line(m, "req")
+        drained = Signal()
+        accept, load = self._admission(m, queue, drained)
+        req = self.req.payload
+        config = local_config(m, self.config, p, load)
+        derive = m.submodules.derive = RegionResidues(p)
+        m.d.comb += [derive.bases[r].eq(config["regions"][r].base) for r in range(p.regions)]
+        line.step(accept, {"opcode": req.opcode, "tag": req.tag,
+                           "addr": req.addr[p.offset_bits:]})
+        # copies of A's address: for the compares, and for the residue track
+        addr = copies(m, "a_addr", req.addr[p.offset_bits:], ADDR_COPIES + 1)
+        chosen = self._match(m, line, config, addr[:ADDR_COPIES], derive.residues)
+        plain, low = plain_residues(m, "req", addr[ADDR_COPIES])
+        join, track = self._join_stage, track_length(self._width)
+        plain = {q: delay(m, f"req_plain{q}", v, join - track) for q, v in plain.items()}
+        low = delay(m, "req_low", low, join - track)
+        chosen = delay(m, "req_chosen", chosen, join - self._first_stage - 2)
+        line.run_to(join)
+        cfg = data.View(CfgLayout, chosen[:CfgLayout.size])
+        res = data.View(ResidueLayout(), chosen[CfgLayout.size:])
+        # the region's (-BASE) residues added, then each sum taken modulo q
+        line.step(fields={"cfg": cfg})
+        w = register(m, "req_offset", {q: plain[q] + res[f"r{q}"] for q in MODULI})
+        low = register(m, "req_low_offset", (low + res.low)[:3])
+        line.step()
+        r = register(m, "req_mod", {**{q: reduce_small(w[q], q) for q in MODULI},
+                                    3: reduce_small(w[9], 3)})
+        low = register(m, "req_low_mod", low)
+        mask = gate_mask_steps(m, line, p, r, low)
+        cfg = data.View(CfgLayout, line.fields["cfg"])
         entry = Signal(ReadEntryLayout(p))
-        m.d.comb += [entry.tag.eq(ph["tag"]),
-                     *(entry.cfg[name].eq(ph_cfg[name]) for name, _ in ReadCfgLayout(p)),
-                     entry.mask.eq(gate_mask(ph["table"], ph["phase"], p.lanes))]
-        last_valid, last = stage("mask", ph_valid, {"kind": ph["kind"], "id": ph["id"],
-                                                   "entry": entry})
-        m.d.comb += [self.alloc.fill.eq(last_valid & (last["kind"] == Kind.READ)),
+        m.d.comb += [entry.tag.eq(line.fields["tag"]), entry.mask.eq(mask),
+                     *(entry.cfg[name].eq(cfg[name]) for name, _ in ReadCfgLayout(p))]
+        valid, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg"))
+        m.d.comb += [self.alloc.fill.eq(valid & (last["kind"] == Kind.READ)),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
+        self._issue(m, line, queue)
+        # The pipeline keeps its own copy of the configuration, which moves
+        # only while no request can see it, so the control registers may
+        # apply a write at once.
+        m.d.comb += [drained.eq(~Cat(*(valid for valid, _ in
+                                       line.stages[:self._first_stage + 1])).any()),
+                     self.config.idle.eq(1)]
+        return m
 
-        # The issue queue, AR_LEAD stages before the entry is filled.
-        tap_valid, tap = stages[-1 - AR_LEAD]
+    def _match(self, m, line, config, addrs, residues):
+        """Stages 1 .. first + 2: the class of the request and its ID, the
+        region match, the choice of the CFG and residues (returned as one
+        value, at stage first + 2)."""
+        p = self._params
+        n = p.regions
+        regions = config["regions"]
+        per = -(-n // len(addrs)) if n else 1
+        opcode = line.fields["opcode"]
+        valid, _ = line.step(fields={"kind": _kind(m, opcode)}, drop=("opcode",))
+        m.d.comb += self.alloc.take.eq(valid & (line.fields["kind"] == Kind.READ))
+        pairs = register(m, "m_chunk", [[chunk_compare(addrs[r // per], bound)
+                                         for bound in (rg.base, rg.limit)]
+                                        for r, rg in enumerate(regions)])
+        steps = compare_steps(self._width)
+        for step in range(steps):
+            line.step(fields={"id": self.alloc.id} if step == 0 else None)
+            pairs = register(m, f"m_comb{step}", [[combine(b) for b in rg] for rg in pairs])
+        line.step(fields={"id": self.alloc.id} if not steps else None)
+        matches = register(m, "m_match", [match(rg.enable, *pairs[r])
+                                          for r, rg in enumerate(regions)])
+        one_hot, none = first(matches) if n else ([], Const(1, 1))
+        line.step()
+        selects = [copies(m, f"m_first{r}", s, SELECT_COPIES) for r, s in enumerate(one_hot)]
+        selects.append(copies(m, "m_none", none, SELECT_COPIES))
+        # the values to choose from: each region's CFG and residues, and the default's
+        sources = [Cat(rg.cfg.as_value(), residues[r].as_value()) for r, rg in enumerate(regions)]
+        sources.append(Cat(config["default"].as_value(), Const(0, ResidueLayout().size)))
+        line.step()
+        partial = [register(m, f"m_part{k}", select_partial([s[k] for s in selects], values))
+                   for k, values in enumerate(zip(*(slices(v, SELECT_COPIES) for v in sources)))]
+        line.step()
+        return register(m, "m_chosen", Cat(*(select_final(part) for part in partial)))
+
+    def _issue(self, m, line, queue):
+        """The issue queue, AR_LEAD stages before the entry is filled."""
+        tap_valid, tap = line.stages[-1 - AR_LEAD]
         tap_cfg = data.View(CfgLayout, tap["cfg"])
-        to_issue = Signal(RequestLayout(p))
+        to_issue = Signal(RequestLayout(self._params))
         m.d.comb += [to_issue.kind.eq(tap["kind"]), to_issue.tag.eq(tap["tag"]),
                      to_issue.addr.eq(tap["addr"]), to_issue.id.eq(tap["id"]),
                      to_issue.mode.eq(tap_cfg.mode)]
         m.d.comb += [
             queue.w_en.eq(tap_valid), queue.w_data.eq(to_issue),
             self.out.valid.eq(queue.r_rdy), self.out.payload.eq(queue.r_data),
-            queue.r_en.eq(self.out.ready),
+            queue.r_en.eq(self.out.ready & queue.r_rdy),
         ]
-        return m
 
-    def _admission(self, m, queue):
+    def _admission(self, m, queue, drained):
         """``req.ready`` from a credit count of requests between admission
-        and the queue's output and the in-flight table's room; reserves a
-        place in the table for each read; returns the accept strobe."""
+        and the queue's output, the in-flight table's room, ``hold`` and the
+        quiet cycles after it; reserves a place in the table for each read.
+        Returns the accept strobe and the registered strobes that load the
+        local copy of the configuration (one per region and the default).
+
+        After ``hold`` the pipeline admits nothing until it has been idle
+        (``drained``: no request in a stage that reads the configuration, and
+        none accepted) with ``hold`` low for :attr:`quiet` cycles; while idle
+        and not yet settled it loads the local copy every cycle, so the copy
+        takes the control registers' final value, and no request accepted
+        before the write ever sees it (the copy does not move while one is in
+        those stages)."""
+        quiet, hold = self.quiet, self.config.hold
+        since = Signal(range(quiet + 1), name="since_hold")
+        settled = Signal(name="settled", init=1)
         ready = credit_ready(m, QUEUE_DEPTH, self.req.valid, queue.r_rdy & queue.r_en,
-                             hold=self.config.hold, room=self.reserve.room)
+                             hold=hold | ~settled, room=self.reserve.room)
+        idle = ~ready & drained
+        with m.If(hold):
+            m.d.sync += [since.eq(0), settled.eq(0)]
+        with m.Elif(~settled & idle):
+            m.d.sync += [since.eq(since + 1), settled.eq(since == quiet - 1)]
+        with m.Elif(~settled):
+            m.d.sync += since.eq(0)
+        # loaded in the cycle after an idle, unsettled one (still idle then:
+        # ready stays low and nothing entered), one strobe per region
+        load = copies(m, "local_load", idle & ~settled, min(4, self._params.regions + 1),
+                      inverted=False)
+        load = [load[k % len(load)] for k in range(self._params.regions + 1)]
         accept = self.req.valid & ready
         opcode = self.req.payload.opcode
         m.d.comb += [self.req.ready.eq(ready),
                      self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
                                                     (opcode == ReqOpcode.MEM_RD_DATA)))]
-        return accept
+        return accept, load
 
 
 def _kind(m, opcode):

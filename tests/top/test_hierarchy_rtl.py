@@ -13,14 +13,13 @@ import shutil
 import sys
 
 import pytest
-from amaranth import Module, Signal
+from amaranth import Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.hdl.csr import CfgWordLayout, cfg_invalid
 from neuron_fabric.hdl.hierarchy import HIERARCHY_MODULE, Hierarchy
-from neuron_fabric.hdl.phase import leaves, phase_candidates, phase_lookup, reduce
 from neuron_fabric.host.facts import PROFILES, Format, Layout, Mode, Operand, TopParams
 from neuron_fabric.host.regmap import cfg_check, cfg_encode
 from neuron_fabric.sim import formal_hierarchy
@@ -176,29 +175,6 @@ def test_wrapper_against_golden(line_bits, workers, stages, profile, idle, backp
 
 
 # -- the count line's phase in the request pipeline -----------------------------------
-
-@pytest.mark.parametrize("width,lanes,count_lanes", [(46, 64, 16), (49, 8, 2)])
-def test_count_line_phase(width, lanes, count_lanes):
-    """phase_candidates with the count lines' alternative: (x * E) mod P for
-    a SIGNS line and (x * E_c) mod P for a count line (contract 4.3, 5.3)."""
-    m = Module()
-    x, period, counts = Signal(width), Signal(4), Signal()
-    parts = leaves(m, x)
-    residues = {q: reduce(v, q)[0] for q, v in parts.items()}
-    phase = phase_lookup(period, phase_candidates(x[:3], residues, lanes, (counts, count_lanes)))
-    rng = random.Random(width)
-    values = [0, 1, (1 << width) - 1] + [rng.getrandbits(width) for _ in range(40)]
-
-    async def bench(ctx):
-        for value in values:
-            ctx.set(x, value)
-            for c, factor in ((0, lanes), (1, count_lanes)):
-                ctx.set(counts, c)
-                for p in range(1, 16):
-                    ctx.set(period, p)
-                    assert ctx.get(phase) == (value * factor) % p, (value, c, p)
-
-    run_testbenches(m, bench, clock=False)
 
 # -- the exported wrapper under cocotb ------------------------------------------
 

@@ -1,6 +1,7 @@
 """Fast checks of the top's pieces: register map against contract 4.4, generated
-docs up to date, driver validation, gate-phase and gate-mask logic and the
-ID free list, the credit-admitted queue and its compares (Amaranth simulator)."""
+docs up to date, driver validation, the ID free list, the credit-admitted queue
+and its compares (Amaranth simulator).  The gate phase and mask logic is
+tested in test_phase.py."""
 
 import asyncio
 import collections
@@ -15,9 +16,6 @@ from neuron_fabric.hdl.credit import below
 from neuron_fabric.hdl.inflight import IdPool, InFlightTable
 from neuron_fabric.hdl.queue import CreditQueue
 from neuron_fabric.host.facts import Format, GateKind, Mode
-from neuron_fabric.hdl.phase import (MODULI, gate_mask, leaves, pattern_table, phase_candidates,
-                                    phase_lookup, reduce, tree_levels)
-from neuron_fabric.host import golden
 from neuron_fabric.host.facts import TopParams
 from neuron_fabric.host.regmap import RegisterMap, markdown
 from neuron_fabric.hdl.top import devload_level
@@ -136,64 +134,6 @@ def test_driver_raises_on_slverr_and_probes():
 def test_devload_thresholds():
     assert [devload_level(c, 4) for c in range(5)] == [0, 1, 1, 2, 3]
     assert [devload_level(c, 32) for c in (0, 7, 8, 23, 24, 31, 32)] == [0, 0, 1, 1, 2, 2, 3]
-
-
-# -- gate phase logic (Amaranth simulator) ------------------------------------------
-
-@pytest.mark.parametrize("width,lanes", [(49, 16), (46, 64), (45, 32)])
-def test_phase_logic(width, lanes):
-    m = Module()
-    x = Signal(width)
-    period = Signal(4)
-    parts = leaves(m, x)
-    for _ in range(tree_levels(width)):
-        parts = {q: reduce(v, q, levels=1) for q, v in parts.items()}
-    assert all(len(v) == 1 for v in parts.values())
-    residues = {q: v[0] for q, v in parts.items()}
-    phase = phase_lookup(period, phase_candidates(x[:3], residues, lanes))
-    rng = random.Random(width)
-    values = [0, 1, (1 << width) - 1] + [rng.getrandbits(width) for _ in range(60)]
-
-    async def bench(ctx):
-        for value in values:
-            ctx.set(x, value)
-            for p in range(1, 16):
-                ctx.set(period, p)
-                assert ctx.get(phase) == (value * lanes) % p, (value, p)
-
-    run_testbenches(m, bench, clock=False)
-    assert set(MODULI) == {5, 7, 9, 11, 13}
-
-
-@pytest.mark.parametrize("lanes", [4, 64])
-def test_gate_mask_logic(lanes):
-    """The mask the top hands the core, for every P, K and phase, against
-    the golden model's gate_pattern (contract section 2)."""
-    m = Module()
-    period, keep, phase = Signal(4), Signal(4), Signal(4)
-    mask = Signal(lanes)
-    fixed = Signal(lanes)
-    m.d.comb += [mask.eq(gate_mask(pattern_table(period, keep, lanes), phase, lanes)),
-                 fixed.eq(gate_mask(pattern_table(3, 2, lanes), phase, lanes))]
-
-    def as_int(bits):
-        return sum(int(b) << i for i, b in enumerate(bits))
-
-    async def bench(ctx):
-        for p in range(1, 16):
-            ctx.set(period, p)
-            for k in range(p + 1):
-                ctx.set(keep, k)
-                for ph in range(p):
-                    ctx.set(phase, ph)
-                    assert ctx.get(mask) == as_int(golden.gate_pattern(lanes, p, k, ph)), \
-                        (p, k, ph)
-        # The fixed 2-of-3 gate takes any 4-bit phase modulo 3.
-        for ph in range(16):
-            ctx.set(phase, ph)
-            assert ctx.get(fixed) == as_int(golden.gate_pattern(lanes, 3, 2, ph % 3)), ph
-
-    run_testbenches(m, bench, clock=False)
 
 
 # -- ID free list (Amaranth simulator) ------------------------------------------------
