@@ -21,8 +21,6 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CXL_ADDR_BITS
-from neuron_fabric.host.regmap import RegisterMap, cfg_decode
-from .cfg import CfgLayout
 from .phase import MODULI, negate_small
 from .pipe import register
 from .region import select_final, select_partial
@@ -97,25 +95,10 @@ class RegionResidues(wiring.Component):
         return m
 
 
-def local_config(m, config, params, load):
-    """The request pipeline's own copy of each region's CFG, enable, BASE
-    and LIMIT and of DEFAULT_CFG: registers with the control registers'
-    reset values, loaded from them while the Values of ``load`` (one per
-    region, and one for the default) are high."""
-    rmap = RegisterMap(params)
-    default = {k: v for k, v in cfg_decode(rmap["DEFAULT_CFG"].reset).items()
-               if k in CfgLayout.members}
-    regions = []
-    for r in range(params.regions):
-        region = config.regions[r]
-        local = Signal(region.shape(), name=f"local_region{r}",
-                       init={"cfg": {k: v for k, v in cfg_decode(rmap[f"REGION{r}_CFG"].reset)
-                                     .items() if k in CfgLayout.members},
-                             "enable": cfg_decode(rmap[f"REGION{r}_CFG"].reset)["enable"]})
-        with m.If(load[r]):
-            m.d.sync += local.eq(region)
-        regions.append(local)
-    local = Signal(CfgLayout, name="local_default", init=default)
-    with m.If(load[-1]):
-        m.d.sync += local.eq(config.default)
-    return {"regions": regions, "default": local}
+def local_config(m, config, params):
+    """The request pipeline's own copy of the region table and DEFAULT_CFG:
+    registers loaded every cycle from the control registers (a cycle
+    behind them), placed beside the compares and the choice."""
+    return {"regions": [register(m, f"local_region{r}", config.regions[r])
+                        for r in range(params.regions)],
+            "default": register(m, "local_default", config.default)}

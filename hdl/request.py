@@ -26,14 +26,15 @@ Admission is by credit: ``req.ready`` is a register, high only when the
 queue has room for every request the pipeline may still hold and the
 in-flight table has room for a read, so nothing downstream can stop a
 request once accepted.  The pipeline reads its own copy of the
-configuration (registers beside it), which it loads from the control
-registers only while it is idle: while ``hold`` is high and for
-:attr:`RequestPipeline.quiet` cycles after, it admits nothing and, once no
-request is left in a stage that reads the configuration, loads the copy
-every cycle.  So a control write may take effect at once (``config.idle``
-is always high): a request accepted before the write's response never
-sees it, one accepted after always does, including the region residues,
-which follow each BASE within :func:`.derive.refresh_cycles`.
+configuration (registers beside it, a cycle behind the control
+registers) as a request leaves A (BASE, LIMIT), enters the match stage
+(enable) and the choice (CFG, and the region residues); ``config.idle``
+tells the control registers that no stage up to the choice holds a
+request and none is being accepted, so a write may take effect (contract
+4.3).  After ``hold`` the pipeline admits nothing for
+:attr:`RequestPipeline.quiet` idle cycles, in which its copy and each
+region's residues (which follow its BASE within
+:func:`.derive.refresh_cycles`) take the written values.
 """
 
 from amaranth import Cat, Const, Module, Signal
@@ -165,11 +166,11 @@ class RequestPipeline(wiring.Component):
     @property
     def quiet(self):
         """Cycles the pipeline stays idle, with ``hold`` low, before it admits
-        a request again after a control write: its local copy of the
-        configuration is loaded in the cycle after the first of them, and a
-        request accepted after them reads its region's residues (as it
-        leaves the first-match stage) no sooner than
-        :func:`.derive.refresh_cycles` after that load."""
+        a request again after a control write: the write takes effect in the
+        last cycle of ``hold``, its local copy follows a cycle later, and a
+        request accepted after these cycles reads its region's residues (as
+        it leaves the first-match stage) no sooner than
+        :func:`.derive.refresh_cycles` after that (with a cycle to spare)."""
         return max(1, refresh_cycles(self._params) - self._first_stage)
 
     def elaborate(self, platform):
@@ -181,9 +182,9 @@ class RequestPipeline(wiring.Component):
         # cycles after hold cover).
         line = Line(m, "req")
         drained = Signal()
-        accept, load = self._admission(m, queue, drained)
+        accept = self._admission(m, queue, drained)
         req = self.req.payload
-        config = local_config(m, self.config, p, load)
+        config = local_config(m, self.config, p)
         derive = m.submodules.derive = RegionResidues(p)
         m.d.comb += [derive.bases[r].eq(config["regions"][r].base) for r in range(p.regions)]
         line.step(accept, {"opcode": req.opcode, "tag": req.tag,
@@ -216,12 +217,8 @@ class RequestPipeline(wiring.Component):
         m.d.comb += [self.alloc.fill.eq(valid & (last["kind"] == Kind.READ)),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
         self._issue(m, line, queue)
-        # The pipeline keeps its own copy of the configuration, which moves
-        # only while no request can see it, so the control registers may
-        # apply a write at once.
-        m.d.comb += [drained.eq(~Cat(*(valid for valid, _ in
-                                       line.stages[:self._first_stage + 1])).any()),
-                     self.config.idle.eq(1)]
+        m.d.comb += drained.eq(~Cat(*(valid for valid, _ in
+                                      line.stages[:self._first_stage + 1])).any())
         return m
 
     def _match(self, m, line, config, addrs, residues):
@@ -275,17 +272,14 @@ class RequestPipeline(wiring.Component):
     def _admission(self, m, queue, drained):
         """``req.ready`` from a credit count of requests between admission
         and the queue's output, the in-flight table's room, ``hold`` and the
-        quiet cycles after it; reserves a place in the table for each read.
-        Returns the accept strobe and the registered strobes that load the
-        local copy of the configuration (one per region and the default).
+        quiet cycles after it; reserves a place in the table for each read;
+        drives ``config.idle``; returns the accept strobe.
 
-        After ``hold`` the pipeline admits nothing until it has been idle
-        (``drained``: no request in a stage that reads the configuration, and
-        none accepted) with ``hold`` low for :attr:`quiet` cycles; while idle
-        and not yet settled it loads the local copy every cycle, so the copy
-        takes the control registers' final value, and no request accepted
-        before the write ever sees it (the copy does not move while one is in
-        those stages)."""
+        ``idle`` is high while nothing is being accepted and no request is
+        in a stage that reads the configuration (``drained``); after
+        ``hold`` the pipeline admits nothing until it has been idle with
+        ``hold`` low for :attr:`quiet` cycles, so its local copy of the
+        configuration and the region residues have followed the write."""
         quiet, hold = self.quiet, self.config.hold
         since = Signal(range(quiet + 1), name="since_hold")
         settled = Signal(name="settled", init=1)
@@ -296,19 +290,12 @@ class RequestPipeline(wiring.Component):
             m.d.sync += [since.eq(0), settled.eq(0)]
         with m.Elif(~settled & idle):
             m.d.sync += [since.eq(since + 1), settled.eq(since == quiet - 1)]
-        with m.Elif(~settled):
-            m.d.sync += since.eq(0)
-        # loaded in the cycle after an idle, unsettled one (still idle then:
-        # ready stays low and nothing entered), one strobe per region
-        load = copies(m, "local_load", idle & ~settled, min(4, self._params.regions + 1),
-                      inverted=False)
-        load = [load[k % len(load)] for k in range(self._params.regions + 1)]
         accept = self.req.valid & ready
         opcode = self.req.payload.opcode
-        m.d.comb += [self.req.ready.eq(ready),
+        m.d.comb += [self.req.ready.eq(ready), self.config.idle.eq(idle),
                      self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
                                                     (opcode == ReqOpcode.MEM_RD_DATA)))]
-        return accept, load
+        return accept
 
 
 def _kind(m, opcode):
