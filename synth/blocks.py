@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from amaranth import Module, Signal
-from amaranth.back import verilog as amaranth_verilog
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -147,7 +146,8 @@ class Registered(wiring.Component):
 
 def block_verilog(block):
     """Verilog text of a :class:`Block` in its harness (module ``nf_block``)."""
-    return amaranth_verilog.convert(block.design(), name=Block.module, emit_src=False)
+    from neuron_fabric.hdl.export import convert
+    return convert(block.design(), Block.module)
 
 
 def block_netlists(names, ecfg):

@@ -52,7 +52,7 @@ IDLE_AFTER = 5
 
 
 def _csr_source():
-    from amaranth.back import verilog
+    from neuron_fabric.hdl.export import convert
     from amaranth.lib import wiring
     from neuron_fabric.hdl.csr import ControlRegisters
     from neuron_fabric.hdl.flat import flat_names
@@ -78,7 +78,7 @@ def _csr_source():
             m.d.comb += flat_statements(self, self.csr, self.ports)
             return m
 
-    return {"nf_csr.v": verilog.convert(FlatCsr(), name="nf_csr", emit_src=False)}
+    return {"nf_csr.v": convert(FlatCsr(), "nf_csr")}
 
 
 class _HoldIdleSpec(Elaboratable):
