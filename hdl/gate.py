@@ -1,14 +1,15 @@
 """The gate phase and mask steps of the request pipeline (``request.py``):
 from the residues of ``line - BASE`` to the PATTERN gate mask the read's
 in-flight entry holds (contract 4.3 and section 3 (v2)), five registered
-steps on the pipeline's :class:`.pipe.Line`:
+steps on the pipeline's :class:`.pipe.Line` and a sixth for its caller:
 
-1. the phase candidate of every P (``phase.phase_candidates``), and K's
-   bits ``r < K`` (``phase.keep_below``);
-2. the phase chosen by ``P[:2]``, and the pattern table by ``P[:2]``;
-3. by ``P[2:]`` each;
-4. the table shifted by ``phase[:2]``;
-5. (returned, for the caller's last stage) by ``4 * phase[2:]``.
+1. the phase candidate of every P (``phase.phase_candidates``);
+2. the phase chosen by ``P[:2]``; K's bits ``r < K`` (``phase.keep_below``);
+3. the phase, by ``P[2:]``; the pattern table chosen by ``P[:2]``;
+4. copies of the phase, each placed by the slice of the table it shifts;
+   the table by ``P[2:]``;
+5. the table shifted by ``phase[:2]``;
+6. (returned, for the caller's last stage) by ``4 * phase[2:]``.
 
 P, K and the phase are read by every bit of a table of E + 15 entries, so
 each is taken as :data:`CONTROL_COPIES` registered copies, each serving a
@@ -48,38 +49,50 @@ def _per_copy(build, selects):
 
 
 def gate_mask_steps(m, line, params, residues, low):
-    """Steps 1-4 on ``line`` (whose fields hold ``cfg``), from ``residues``
+    """Steps on ``line`` (whose fields hold ``cfg``), from ``residues``
     (``{q: (line - BASE) mod q}`` for q in 3, 5, 7, 9, 11, 13) and ``low``
     (``(line - BASE) mod 8``) at its last stage; returns the mask, formed
-    from the last stage's registers (step 5)."""
+    from the last stage's registers."""
     p = params
     programmable = PROFILES[p.profile].has("gate_pattern_programmable")
-    cfg = data.View(CfgLayout, line.fields["cfg"])
-    counts = ((cfg.operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
+
+    def cfg():
+        return data.View(CfgLayout, line.fields["cfg"])
+
+    counts = ((cfg().operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
               if PROFILES[p.profile].has("hierarchy") else None)
+    # 1: every P's phase candidate
+    period = cfg().period
     line.step()
     cand = register(m, "gate_cand", phase_candidates(low, residues, p.lanes, counts))
-    period = copies(m, "gate_period_a", cfg.period, CONTROL_COPIES)
-    below = (copies(m, "gate_below", keep_below(cfg.keep), CONTROL_COPIES)
-             if programmable else None)
-    cfg = data.View(CfgLayout, line.fields["cfg"])
+    pick = register(m, "gate_period_pick", period)
+    # 2: the phase chosen by P[:2]; K's bits and copies of P for the table
+    below, period = (copies(m, "gate_below", keep_below(cfg().keep), CONTROL_COPIES),
+                     copies(m, "gate_period_a", cfg().period, CONTROL_COPIES))
     line.step()
-    half = register(m, "gate_phase_half", phase_choose(cand, period[0], 0))
+    half = register(m, "gate_phase_half", phase_choose(cand, pick, 0))
+    pick = register(m, "gate_period_pick2", pick)
+    # 3: the phase (one register); the table chosen by P[:2]
+    table_period = copies(m, "gate_period_b", cfg().period, CONTROL_COPIES)
+    line.step()
+    phase = register(m, "gate_phase", phase_choose(half, pick, 1))
     if programmable:
         parts = [pattern_choose(b, per, p.lanes, 0) for b, per in zip(below, period)]
         table_half = register(m, "gate_table_half", [
             Cat(*(slices(part[hi], len(parts))[k] for k, part in enumerate(parts)))
             for hi in range(4)])
-    period = copies(m, "gate_period_b", cfg.period, CONTROL_COPIES)
+    # 4: copies of the phase, each beside the slice of the table it shifts;
+    # the table chosen by P[2:]
     line.step()
-    phase = copies(m, "gate_phase_a", phase_choose(half, period[0], 1), CONTROL_COPIES)
+    shift = copies(m, "gate_phase_a", phase, CONTROL_COPIES)
     if programmable:
         table = register(m, "gate_table", _per_copy(
-            lambda per: pattern_choose(table_half, per, p.lanes, 1), period))
+            lambda per: pattern_choose(table_half, per, p.lanes, 1), table_period))
     else:
         table = pattern_table(*FIXED_PATTERN, p.lanes)
+    # 5: the table shifted by phase[:2]; the last step (returned) by 4 * phase[2:]
     line.step()
     shifted = register(m, "gate_mask_half", _per_copy(
-        lambda ph: mask_choose(table, ph, p.lanes, 0), phase))
-    phase = copies(m, "gate_phase_b", phase[0], CONTROL_COPIES)
-    return _per_copy(lambda ph: mask_choose(shifted, ph, p.lanes, 1), phase)
+        lambda ph: mask_choose(table, ph, p.lanes, 0), shift))
+    shift = copies(m, "gate_phase_b", shift[0], CONTROL_COPIES)
+    return _per_copy(lambda ph: mask_choose(shifted, ph, p.lanes, 1), shift)

@@ -148,9 +148,10 @@ class RequestPipeline(wiring.Component):
 
     @property
     def _first_stage(self):
-        """The stage holding the first-match one-hot: the last before the
-        configuration's choice (chunks 1, combines, match, first)."""
-        return 1 + compare_steps(self._width) + 2
+        """The stage holding the copies of the first-match one-hot: the last
+        before the configuration's choice (chunks 1, combines, match, first,
+        copies)."""
+        return 1 + compare_steps(self._width) + 3
 
     @property
     def _join_stage(self):
@@ -161,7 +162,7 @@ class RequestPipeline(wiring.Component):
     @property
     def depth(self):
         """Stages from A (0) to the last, which fills the in-flight entry."""
-        return self._join_stage + 7
+        return self._join_stage + 8
 
     @property
     def quiet(self):
@@ -244,8 +245,10 @@ class RequestPipeline(wiring.Component):
                                           for r, rg in enumerate(regions)])
         one_hot, none = first(matches) if n else ([], Const(1, 1))
         line.step()
-        selects = [copies(m, f"m_first{r}", s, SELECT_COPIES) for r, s in enumerate(one_hot)]
-        selects.append(copies(m, "m_none", none, SELECT_COPIES))
+        one_hot = register(m, "m_first", one_hot + [none])
+        # copies of each select, each placed by the slice of the values it chooses
+        line.step()
+        selects = [copies(m, f"m_select{r}", s, SELECT_COPIES) for r, s in enumerate(one_hot)]
         # the values to choose from: each region's CFG and residues, and the default's
         sources = [Cat(rg.cfg.as_value(), residues[r].as_value()) for r, rg in enumerate(regions)]
         sources.append(Cat(config["default"].as_value(), Const(0, ResidueLayout().size)))

@@ -44,11 +44,11 @@ SMALLEST = dict(line_bits=64, workers=4, stages=1, regions=0, max_outstanding=4)
 
 
 #: Cycles a control write may wait for BVALID (docs/top.md); the spec's BOUND.
-CONTROL_WRITE_BOUND = 9
+CONTROL_WRITE_BOUND = 10
 #: The request pipeline is idle in every cycle in which hold has been high
 #: for that cycle and the IDLE_AFTER before it (RequestIdleSpec proves it,
 #: CsrBoundSpec assumes it).
-IDLE_AFTER = 7
+IDLE_AFTER = 8
 
 
 def _csr_source():
