@@ -4,7 +4,8 @@ in-flight entry holds (contract 4.3 and section 3 (v2)), five registered
 steps on the pipeline's :class:`.pipe.Line` and a sixth for its caller:
 
 1. the phase candidate of every P (``phase.phase_candidates``);
-2. the phase chosen by ``P[:2]``; K's bits ``r < K`` (``phase.keep_below``);
+2. the phase chosen by ``P[:2]``; K's bits ``r < K`` (``phase.keep_below``),
+   beside each copy of K taken in step 1;
 3. the phase, by ``P[2:]``; the pattern table chosen by ``P[:2]``;
 4. copies of the phase, each placed by the slice of the table it shifts;
    the table by ``P[2:]``;
@@ -61,17 +62,19 @@ def gate_mask_steps(m, line, params, residues, low):
 
     counts = ((cfg().operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
               if PROFILES[p.profile].has("hierarchy") else None)
-    # 1: every P's phase candidate
+    # 1: every P's phase candidate; copies of K and P for the table
     period = cfg().period
+    keep = copies(m, "gate_keep", cfg().keep, CONTROL_COPIES)
+    table_period = copies(m, "gate_period_t", cfg().period, CONTROL_COPIES)
     line.step()
     cand = register(m, "gate_cand", phase_candidates(low, residues, p.lanes, counts))
     pick = register(m, "gate_period_pick", period)
-    # 2: the phase chosen by P[:2]; K's bits and copies of P for the table
-    below, period = (copies(m, "gate_below", keep_below(cfg().keep), CONTROL_COPIES),
-                     copies(m, "gate_period_a", cfg().period, CONTROL_COPIES))
+    # 2: the phase chosen by P[:2]; K's bits beside each copy
     line.step()
     half = register(m, "gate_phase_half", phase_choose(cand, pick, 0))
     pick = register(m, "gate_period_pick2", pick)
+    below = [register(m, f"gate_below{k}", keep_below(kc)) for k, kc in enumerate(keep)]
+    period = [register(m, f"gate_period_a{k}", pc) for k, pc in enumerate(table_period)]
     # 3: the phase (one register); the table chosen by P[:2]
     table_period = copies(m, "gate_period_b", cfg().period, CONTROL_COPIES)
     line.step()
