@@ -1,7 +1,7 @@
 """The gate phase and mask steps of the request pipeline (``request.py``):
 from the residues of ``line - BASE`` to the PATTERN gate mask the read's
-in-flight entry holds (contract 4.3 and section 3 (v2)), five registered
-steps on the pipeline's :class:`.pipe.Line` and a sixth for its caller:
+in-flight entry holds (contract 4.3 and section 3 (v2)), seven registered
+steps on the pipeline's :class:`.pipe.Line` and an eighth for its caller:
 
 1. the phase candidate of every P (``phase.phase_candidates``);
 2. the phase chosen by ``P[:2]``; K's bits ``r < K`` (``phase.keep_below``),
@@ -9,8 +9,9 @@ steps on the pipeline's :class:`.pipe.Line` and a sixth for its caller:
 3. the phase, by ``P[2:]``; the pattern table chosen by ``P[:2]``;
 4. copies of the phase, each placed by the slice of the table it shifts;
    the table by ``P[2:]``;
-5. the table shifted by ``phase[:2]``;
-6. (returned, for the caller's last stage) by ``4 * phase[2:]``.
+5-7. the table shifted by ``phase[0]``, ``2 * phase[1]``, ``4 * phase[2]``
+   (a 2:1 choice, one LUT4, per bit);
+8. (returned, for the caller's last stage) by ``8 * phase[3]``.
 
 P, K and the phase are read by every bit of a table of E + 15 entries, so
 each is taken as :data:`CONTROL_COPIES` registered copies, each serving a
@@ -23,8 +24,8 @@ from amaranth.lib import data
 
 from neuron_fabric.host.facts import COUNT_LANE_BITS, PROFILES, Operand
 from .cfg import CfgLayout
-from .phase import (keep_below, mask_choose, pattern_choose, pattern_table, phase_candidates,
-                    phase_choose)
+from .phase import (MASK_STEPS, keep_below, mask_choose, pattern_choose, pattern_table,
+                    phase_candidates, phase_choose)
 from .pipe import copies, register
 
 __all__ = ["FIXED_PATTERN", "CONTROL_COPIES", "gate_mask_steps", "slices"]
@@ -93,9 +94,12 @@ def gate_mask_steps(m, line, params, residues, low):
             lambda per: pattern_choose(table_half, per, p.lanes, 1), table_period))
     else:
         table = pattern_table(*FIXED_PATTERN, p.lanes)
-    # 5: the table shifted by phase[:2]; the last step (returned) by 4 * phase[2:]
-    line.step()
-    shifted = register(m, "gate_mask_half", _per_copy(
-        lambda ph: mask_choose(table, ph, p.lanes, 0), shift))
-    shift = copies(m, "gate_phase_b", shift[0], CONTROL_COPIES)
-    return _per_copy(lambda ph: mask_choose(shifted, ph, p.lanes, 1), shift)
+    # 5..: the table shifted by the phase, a bit a step (the last returned);
+    # each step's copies of the phase taken from the last step's
+    for step in range(MASK_STEPS):
+        shifted = _per_copy(lambda ph: mask_choose(table, ph[step], p.lanes, step), shift)
+        if step == MASK_STEPS - 1:
+            return shifted
+        line.step()
+        table = register(m, f"gate_mask_step{step}", shifted)
+        shift = [register(m, f"gate_phase_s{step}_{k}", sh) for k, sh in enumerate(shift)]

@@ -23,20 +23,21 @@ matched:
 The mask is periodic in the lane index: lane ``i`` is kept iff
 ``(phase + i) mod P < K``, i.e. ``mask[i] = T[i + phase]`` for the table
 ``T[u] = (u mod P) < K``.  :func:`keep_below` and :func:`pattern_table` form
-``T`` from P and K alone in three steps, beside the phase; :func:`gate_mask`
-then selects each lane's bit by the phase.  Every run-time choice among 16
-is cut into two choices among 4 (:func:`choose4`), each a LUT4 pair and the
-slice's multiplexer, so each step reads at most six inputs.
+``T`` from P and K alone in three steps, beside the phase (each run-time
+choice among 16 by P cut into two choices among 4, :func:`choose4`, a LUT4
+pair and the slice's multiplexer); :func:`mask_choose` then shifts the
+table by the phase, a bit at a time (a 2:1 choice, one LUT4, per bit).
 """
 
 from math import gcd, lcm
 
-from amaranth import Cat, Const, Signal, Value
+from amaranth import Cat, Const, Mux, Signal, Value
 
 __all__ = ["MODULI", "PERIOD_MAX", "LEAF_BITS", "leaf_residues", "sum_level", "fold",
            "reduce_small", "negate_small", "residue", "phase_candidates", "choose4",
            "phase_choose", "phase_reference", "keep_below", "pattern_choose",
-           "pattern_table", "mask_choose", "gate_mask", "table_length", "low_bits_needed"]
+           "pattern_table", "mask_choose", "MASK_STEPS", "gate_mask", "table_length",
+           "low_bits_needed"]
 
 #: Moduli whose residues the trees compute.
 MODULI = (5, 7, 9, 11, 13)
@@ -248,22 +249,27 @@ def pattern_table(period, keep, lanes, m=None):
     return pattern_choose(half, period, lanes, 1)
 
 
-def mask_choose(table, phase, lanes, step):
+#: Steps of :func:`mask_choose`: one per phase bit.
+MASK_STEPS = 4
+
+
+def mask_choose(table, phase_bit, lanes, step):
     """The PATTERN gate mask ``mask[i] = T[i + phase]`` (contract section 2:
-    lane ``i`` kept iff ``(phase + i) mod P < K``) in two steps: ``step`` 0
-    shifts the table by ``phase[:2]`` (``T[j + phase[:2]]`` for j up to
-    E + 11), ``step`` 1 the result by ``4 * phase[2:]``."""
+    lane ``i`` kept iff ``(phase + i) mod P < K``) in :data:`MASK_STEPS`
+    steps, one a phase bit from the lowest: ``step`` k shifts its input by
+    ``2^k`` where ``phase_bit`` (bit k of the phase) is high, a 2:1 choice
+    (one LUT4) per bit; its result keeps the entries the later steps can
+    still reach: ``lanes + 2^4 - 2^(k+1)`` bits."""
     table = Value.cast(table)
-    if step == 0:
-        n = lanes + 12
-        return Cat(*(choose4([table[j + k] if j + k < len(table) else Const(0, 1)
-                              for k in range(4)], phase[:2]) for j in range(n)))
-    return Cat(*(choose4([table[i + 4 * k] for k in range(4)], phase[2:4])
-                 for i in range(lanes)))
+    n = lanes + (1 << MASK_STEPS) - (1 << (step + 1))
+    shift = 1 << step
+    return Cat(*(Mux(phase_bit, table[j + shift] if j + shift < len(table) else Const(0, 1),
+                     table[j]) for j in range(n)))
 
 
 def gate_mask(table, phase, lanes, m=None):
-    """:func:`mask_choose`'s two steps chained without registers (through a
-    Signal of ``m`` when given)."""
-    half = _signal(m, mask_choose(table, phase, lanes, 0), "mask_half")
-    return mask_choose(half, phase, lanes, 1)
+    """:func:`mask_choose`'s steps chained without registers (through Signals
+    of ``m`` when given)."""
+    for step in range(MASK_STEPS):
+        table = _signal(m, mask_choose(table, phase[step], lanes, step), f"mask_step{step}")
+    return table

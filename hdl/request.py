@@ -162,7 +162,7 @@ class RequestPipeline(wiring.Component):
     @property
     def depth(self):
         """Stages from A (0) to the last, which fills the in-flight entry."""
-        return self._join_stage + 8
+        return self._join_stage + 10
 
     @property
     def quiet(self):
