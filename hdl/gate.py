@@ -4,11 +4,11 @@ in-flight entry holds (contract 4.3 and section 3 (v2)), seven registered
 steps on the pipeline's :class:`.pipe.Line` and an eighth for its caller:
 
 1. the phase candidate of every P (``phase.phase_candidates``);
-2. the phase chosen by ``P[:2]``; K's bits ``r < K`` (``phase.keep_below``),
-   beside each copy of K taken in step 1;
-3. the phase, by ``P[2:]``; the pattern table chosen by ``P[:2]``;
+2. the phase chosen by ``P[:2]``; copies of P and K for the table;
+3. the phase, by ``P[2:]``; each table entry's ``u mod P`` (a LUT4 of P a
+   bit, beside each copy of P);
 4. copies of the phase, each placed by the slice of the table it shifts;
-   the table by ``P[2:]``;
+   the table ``T[u] = (u mod P) < K`` (a 4-bit compare an entry);
 5-7. the table shifted by ``phase[0]``, ``2 * phase[1]``, ``4 * phase[2]``
    (a 2:1 choice, one LUT4, per bit);
 8. (returned, for the caller's last stage) by ``8 * phase[3]``.
@@ -24,7 +24,7 @@ from amaranth.lib import data
 
 from neuron_fabric.host.facts import COUNT_LANE_BITS, PROFILES, Operand
 from .cfg import CfgLayout
-from .phase import (MASK_STEPS, keep_below, mask_choose, pattern_choose, pattern_table,
+from .phase import (MASK_STEPS, lane_residues, mask_choose, pattern_bits, pattern_table,
                     phase_candidates, phase_choose)
 from .pipe import copies, register
 
@@ -63,35 +63,32 @@ def gate_mask_steps(m, line, params, residues, low):
 
     counts = ((cfg().operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
               if PROFILES[p.profile].has("hierarchy") else None)
-    # 1: every P's phase candidate; copies of K and P for the table
+    # 1: every P's phase candidate
     period = cfg().period
-    keep = copies(m, "gate_keep", cfg().keep, CONTROL_COPIES)
-    table_period = copies(m, "gate_period_t", cfg().period, CONTROL_COPIES)
     line.step()
     cand = register(m, "gate_cand", phase_candidates(low, residues, p.lanes, counts))
     pick = register(m, "gate_period_pick", period)
-    # 2: the phase chosen by P[:2]; K's bits beside each copy
+    # 2: the phase chosen by P[:2]; copies of P and K for the table
+    table_period = copies(m, "gate_period_t", cfg().period, CONTROL_COPIES)
+    keep = copies(m, "gate_keep", cfg().keep, CONTROL_COPIES)
     line.step()
     half = register(m, "gate_phase_half", phase_choose(cand, pick, 0))
     pick = register(m, "gate_period_pick2", pick)
-    below = [register(m, f"gate_below{k}", keep_below(kc)) for k, kc in enumerate(keep)]
-    period = [register(m, f"gate_period_a{k}", pc) for k, pc in enumerate(table_period)]
-    # 3: the phase (one register); the table chosen by P[:2]
-    table_period = copies(m, "gate_period_b", cfg().period, CONTROL_COPIES)
+    # 3: the phase (one register); each table entry's u mod P, beside each
+    # copy of P
     line.step()
     phase = register(m, "gate_phase", phase_choose(half, pick, 1))
     if programmable:
-        parts = [pattern_choose(b, per, p.lanes, 0) for b, per in zip(below, period)]
-        table_half = register(m, "gate_table_half", [
-            Cat(*(slices(part[hi], len(parts))[k] for k, part in enumerate(parts)))
-            for hi in range(4)])
+        lanes = [register(m, f"gate_lane_res{k}", sl) for k, sl in enumerate(_per_copy_list(
+            lambda per: lane_residues(per, p.lanes), table_period))]
+        keep = [register(m, f"gate_keep_b{k}", kc) for k, kc in enumerate(keep)]
     # 4: copies of the phase, each beside the slice of the table it shifts;
-    # the table chosen by P[2:]
+    # the table, u mod P < K (a 4-bit compare an entry)
     line.step()
     shift = copies(m, "gate_phase_a", phase, CONTROL_COPIES)
     if programmable:
-        table = register(m, "gate_table", _per_copy(
-            lambda per: pattern_choose(table_half, per, p.lanes, 1), table_period))
+        table = register(m, "gate_table", Cat(*(pattern_bits(kc, sl)
+                                                for kc, sl in zip(keep, lanes))))
     else:
         table = pattern_table(*FIXED_PATTERN, p.lanes)
     # 5..: the table shifted by the phase, a bit a step (the last returned);
@@ -103,3 +100,14 @@ def gate_mask_steps(m, line, params, residues, low):
         line.step()
         table = register(m, f"gate_mask_step{step}", shifted)
         shift = [register(m, f"gate_phase_s{step}_{k}", sh) for k, sh in enumerate(shift)]
+
+
+def _per_copy_list(build, selects):
+    """Each copy of a select builds its own share of a list: share k of
+    ``build(select copy k)``, for each k."""
+    out = []
+    for k, sel in enumerate(selects):
+        values = build(sel)
+        cuts = [len(values) * j // len(selects) for j in range(len(selects) + 1)]
+        out.append(values[cuts[k]:cuts[k + 1]])
+    return out

@@ -22,11 +22,12 @@ matched:
 
 The mask is periodic in the lane index: lane ``i`` is kept iff
 ``(phase + i) mod P < K``, i.e. ``mask[i] = T[i + phase]`` for the table
-``T[u] = (u mod P) < K``.  :func:`keep_below` and :func:`pattern_table` form
-``T`` from P and K alone in three steps, beside the phase (each run-time
-choice among 16 by P cut into two choices among 4, :func:`choose4`, a LUT4
-pair and the slice's multiplexer); :func:`mask_choose` then shifts the
-table by the phase, a bit at a time (a 2:1 choice, one LUT4, per bit).
+``T[u] = (u mod P) < K``, formed from P and K alone beside the phase: each
+entry's ``u mod P`` (:func:`lane_residues`, a LUT4 of P a bit), then its
+compare with K (:func:`pattern_bits`); :func:`mask_choose` then shifts the
+table by the phase, a bit at a time (a 2:1 choice, one LUT4, per bit).  The
+run-time choice of the phase by P is cut into two choices among four
+(:func:`choose4`, a LUT4 pair and the slice's multiplexer).
 """
 
 from math import gcd, lcm
@@ -35,7 +36,7 @@ from amaranth import Cat, Const, Mux, Signal, Value
 
 __all__ = ["MODULI", "PERIOD_MAX", "LEAF_BITS", "leaf_residues", "sum_level", "fold",
            "reduce_small", "negate_small", "residue", "phase_candidates", "choose4",
-           "phase_choose", "phase_reference", "keep_below", "pattern_choose",
+           "phase_choose", "phase_reference", "lane_residues", "pattern_bits",
            "pattern_table", "mask_choose", "MASK_STEPS", "gate_mask", "table_length",
            "low_bits_needed"]
 
@@ -196,32 +197,23 @@ def phase_choose(candidates, period, step):
     return choose4(candidates, period[2:4])
 
 
-def keep_below(keep):
-    """First step of the run-time pattern table: bit ``r`` = ``r < K`` for
-    ``r`` in 0..14 (each bit a function of K alone)."""
-    return Cat(*(keep > r for r in range(PERIOD_MAX)))
-
-
 def table_length(lanes):
     """Entries of the pattern table: the lanes and 15 past the last."""
     return lanes + _PHASES - 1
 
 
-def _below_at(below, u, p):
-    """``below[u mod p]`` (0 for the rejected P = 0)."""
-    return below[u % p] if p else Const(0, 1)
+def lane_residues(period, lanes):
+    """First step of the run-time pattern table: ``u mod P`` for each entry
+    u (15 for the rejected P = 0), four bits each, each bit a table of P
+    alone (a LUT4)."""
+    return [_table(period, lambda p, u=u: u % p if p else PERIOD_MAX, 4, 16)
+            for u in range(table_length(lanes))]
 
 
-def pattern_choose(below, period, lanes, step):
-    """The run-time pattern table ``T[u] = (u mod P) < K`` from
-    :func:`keep_below` of K in two steps: ``step`` 0 gives, for each u and
-    each ``period[2:]``, the bit chosen by ``period[:2]``; ``step`` 1 takes
-    the list of step 0 and chooses by ``period[2:]``."""
-    n = table_length(lanes)
-    if step == 0:
-        return [Cat(*(choose4([_below_at(below, u, 4 * hi + lo) for lo in range(4)],
-                              period[:2]) for u in range(n))) for hi in range(4)]
-    return Cat(*(choose4([below[hi][u] for hi in range(4)], period[2:4]) for u in range(n)))
+def pattern_bits(keep, residues):
+    """Second step: ``T[u] = (u mod P) < K`` from :func:`lane_residues`, a
+    4-bit compare each (a short carry chain)."""
+    return Cat(*(Value.cast(r) < keep for r in residues))
 
 
 def _signal(m, value, name):
@@ -237,16 +229,14 @@ def _signal(m, value, name):
 
 def pattern_table(period, keep, lanes, m=None):
     """``T[u] = (u mod P) < K`` for ``u`` in ``0 .. E + 14``: with ints the
-    constant table of a fixed pattern; with Values the steps of
-    :func:`pattern_choose` chained without registers (through Signals of
-    ``m`` when given)."""
+    constant table of a fixed pattern; with Values the steps
+    :func:`lane_residues` and :func:`pattern_bits` chained without registers
+    (through a Signal of ``m`` when given)."""
     length = table_length(lanes)
     if isinstance(period, int):
         return Const(sum(1 << u for u in range(length) if u % period < keep), length)
-    below = _signal(m, keep_below(keep), "below")
-    half = [_signal(m, h, f"table_half{k}")
-            for k, h in enumerate(pattern_choose(below, period, lanes, 0))]
-    return pattern_choose(half, period, lanes, 1)
+    residues = [_signal(m, r, f"lane_res{u}") for u, r in enumerate(lane_residues(period, lanes))]
+    return pattern_bits(keep, residues)
 
 
 #: Steps of :func:`mask_choose`: one per phase bit.
