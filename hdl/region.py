@@ -6,8 +6,8 @@ The compares are cut into steps of at most two LUT4 levels, which the
 pipeline (``request.py``) registers one by one:
 
 * :func:`chunk_compare` - for each 4-bit chunk of the address and a bound,
-  whether the chunk is below the bound's and whether they are equal (2-bit
-  pieces, then pairs of pieces);
+  whether the chunk is below the bound's (a carry chain of two cells) and
+  whether they are equal (2-bit pieces, then their AND);
 * :func:`combine` - groups of up to four (less, equal) pairs into one, the
   higher one deciding, until at most three are left;
 * :func:`match` - the last three into "below" for BASE and LIMIT, and the
@@ -16,8 +16,8 @@ pipeline (``request.py``) registers one by one:
 * :func:`select_partial` and :func:`select_final` - the chosen region's
   values as an AND-OR over the one-hot, pairs of sources then their OR.
 
-Every compare is written as gates, not with ``<``, so synthesis makes LUTs
-of it rather than carry chains, which are slow to enter and leave on ECP5.
+The combinations are written as gates, so synthesis makes LUT4s of them;
+only the 4-bit chunks' "less" is a (two-cell) carry chain.
 """
 
 from functools import reduce
@@ -31,6 +31,10 @@ __all__ = ["chunk_compare", "combine", "match", "first", "select_partial", "sele
 def _or(values):
     values = list(values)
     return reduce(lambda a, b: a | b, values) if values else Const(0, 1)
+
+
+def _and(values):
+    return reduce(lambda a, b: a & b, list(values))
 
 
 def _piece(a, b):
@@ -52,9 +56,13 @@ def _join(pairs):
 
 def chunk_compare(addr, bound):
     """(less, equal) of each 4-bit chunk of ``addr`` against ``bound``,
-    lowest first: two LUT4 levels."""
-    pieces = [_piece(addr[i:i + 2], bound[i:i + 2]) for i in range(0, len(addr), 2)]
-    return [_join(pieces[i:i + 2]) for i in range(0, len(pieces), 2)]
+    lowest first: the less on a carry chain of two cells (``<``), the equal
+    two LUT4 levels, so neither needs the slice's wide multiplexers."""
+    out = []
+    for i in range(0, len(addr), 4):
+        a, b = addr[i:i + 4], bound[i:i + 4]
+        out.append((a < b, _and(_piece(a[j:j + 2], b[j:j + 2])[1] for j in range(0, len(a), 2))))
+    return out
 
 
 def combine(pairs):
