@@ -289,9 +289,13 @@ class RequestPipeline(wiring.Component):
         ready = credit_ready(m, QUEUE_DEPTH, self.req.valid, queue.r_rdy & queue.r_en,
                              hold=hold | ~settled, room=self.reserve.room)
         idle = ~ready & drained
+        # (counted from a registered idle: a cycle later than it could be,
+        # so no enable is formed from the stages' valids)
+        was_idle = Signal(name="was_idle")
+        m.d.sync += was_idle.eq(idle)
         with m.If(hold):
             m.d.sync += [since.eq(0), settled.eq(0)]
-        with m.Elif(~settled & idle):
+        with m.Elif(~settled & was_idle):
             m.d.sync += [since.eq(since + 1), settled.eq(since == quiet - 1)]
         accept = self.req.valid & ready
         opcode = self.req.payload.opcode
