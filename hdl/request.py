@@ -220,6 +220,9 @@ class RequestPipeline(wiring.Component):
         self._issue(m, line, queue)
         m.d.comb += drained.eq(~Cat(*(valid for valid, _ in
                                       line.stages[:self._first_stage + 1])).any())
+        # for the formal check of the configuration's use (test_top_formal)
+        self.probes = {"bases": Cat(*(rg.base for rg in config["regions"])),
+                       "choosing": line.stages[self._first_stage][0], "drained": drained}
         return m
 
     def _match(self, m, line, config, addrs, residues):

@@ -16,6 +16,12 @@ tests/top/formal/.
   configuration: bounded to 12 cycles from reset with a cover trace reaching
   the bound in ``make test``, by k-induction (about 7 minutes) in ``make
   test-long``.
+- request_config: the request pipeline's side of contract 4.3 by
+  k-induction, every input free but the configuration, which changes only
+  where the control registers change it (hold and idle high): its local
+  copy of the region table never moves under a request, and no request
+  chooses its region's values before the region's BASE residues have
+  followed BASE (``derive.refresh_cycles`` cycles).
 - top_response: on the smallest configuration (LINE_BITS 64, WORKERS 4,
   STAGES 1, REGIONS 0, MAX_OUTSTANDING 4), no request is answered twice or
   on the wrong channel and no response comes without a request; AXI IDs are
@@ -126,6 +132,67 @@ class RequestIdleSpec(_HoldIdleSpec):
         rst, hold, idle, held = self.handshake(m)
         m.d.comb += Assert(rst | ~hold | (held != IDLE_AFTER) | idle)
         m.d.comb += Cover(~rst & hold & (held == IDLE_AFTER - 1) & ~idle)
+        return m
+
+
+class RequestConfigSpec(Elaboratable):
+    """The request pipeline's use of the configuration (contract 4.3), with
+    every input free in every cycle but the configuration, which changes
+    only at the end of a cycle with hold and idle high (as the control
+    registers change it): its local copy of the region table changes only
+    while no request is in a stage that reads it and none was accepted the
+    cycle before; and no request reaches the choice of its region's values
+    before the region's BASE residues have followed the local BASE
+    (``derive.refresh_cycles`` cycles of the same local BASE)."""
+
+    def __init__(self, params):
+        from neuron_fabric.hdl.request import RequestPipeline
+        self.params = params
+        self.dut = RequestPipeline(params)
+
+    def elaborate(self, platform):
+        from amaranth import Cat, Fragment, Module, Mux, ResetSignal, Shape, Signal
+        from amaranth.asserts import AnySeq, Initial
+        from amaranth.hdl import Assert, Assume, Cover
+        from amaranth.lib.wiring import In
+        from neuron_fabric.hdl.derive import refresh_cycles
+        from neuron_fabric.hdl.flat import flat_names, flat_statements
+        m = Module()
+        dut = self.dut
+        m.submodules.dut = Fragment.get(dut, platform)
+        ports = flat_names(dut.signature)
+        free = types.SimpleNamespace(**{
+            name: AnySeq(Shape.cast(shape)) if flow == In else Signal(Shape.cast(shape))
+            for name, _, flow, shape in ports})
+        m.d.comb += flat_statements(free, dut, ports)
+        rst = ResetSignal()
+        m.d.comb += Assume(rst | ~Initial())
+        config = Signal.like(Cat(dut.config.default.as_value(),
+                                 *(dut.config.regions[r].as_value()
+                                   for r in range(self.params.regions))))
+        m.d.comb += config.eq(Cat(dut.config.default.as_value(),
+                                  *(dut.config.regions[r].as_value()
+                                    for r in range(self.params.regions))))
+        last_config, last_write = Signal.like(config), Signal()
+        m.d.sync += [last_config.eq(config),
+                     last_write.eq(dut.config.hold & dut.config.idle)]
+        m.d.comb += Assume(rst | Initial() | (config == last_config) | last_write)
+        # in reset the control registers hold their reset values: BASE 0
+        m.d.comb += Assume(~rst | ~Cat(*(dut.config.regions[r].base
+                                          for r in range(self.params.regions))).any())
+        # the local copy: moves only while nothing can see it
+        bases, busy = dut.probes["bases"], Signal()
+        last_bases = Signal.like(bases)
+        m.d.sync += [last_bases.eq(bases),
+                     busy.eq(~dut.probes["drained"] | (dut.req.valid & dut.req.ready))]
+        m.d.comb += Assert(rst | Initial() | (bases == last_bases) | ~busy)
+        # cycles the local BASEs have held their value (saturating; after
+        # reset the residues and BASEs are both zero)
+        need = refresh_cycles(self.params)
+        stable = Signal(range(need + 1), init=need)
+        m.d.sync += stable.eq(Mux(bases != last_bases, 0, Mux(stable == need, need, stable + 1)))
+        m.d.comb += [Assert(rst | ~dut.probes["choosing"] | (stable == need)),
+                     Cover(~rst & dut.probes["choosing"] & (stable == need) & ~Initial())]
         return m
 
 
@@ -246,6 +313,15 @@ def test_control_write_bound_csr():
     """The bound on the control registers, given the request pipeline's
     guarantee (test_request_idle_after_hold)."""
     out = run_sby("csr_bound", _spec_source(CsrBoundSpec(TopParams(**SMALL))))
+    assert "successful proof by k-induction" in out
+    assert out.count("DONE (PASS") == 2
+
+
+def test_request_config_use():
+    """The request pipeline's side of contract 4.3: its copy of the region
+    table does not move under a request, and the region residues it chooses
+    have followed BASE (k-induction, every other input free)."""
+    out = run_sby("request_config", _spec_source(RequestConfigSpec(TopParams(**SMALL))))
     assert "successful proof by k-induction" in out
     assert out.count("DONE (PASS") == 2
 
