@@ -29,7 +29,6 @@ from neuron_fabric.host.regmap import DATA_BITS, STATUS_BITS
 from .bus import OKAY, SLVERR
 from .cfg import CHECK_STEPS, CfgWordLayout, check_steps
 from .gather import AddressDecode, and_all, or_all, tree
-from .queue import select_copies
 
 __all__ = ["WRITE_CHECK", "WRITE_COMMIT", "control_write_bound", "write_channel", "response"]
 
@@ -71,29 +70,31 @@ def write_channel(m, bus, config, regs, store, params):
     dec = AddressDecode(m, bus.awaddr[2:], words.values(), "csr_w_a", steps.aw_open)
     fetch = AddressDecode(m, bus.awaddr[2:], [words[r.name] for r in cfgs], "csr_w_f",
                           steps.aw_open, invert=True)
-    strb = Signal(_BYTES, name="w_strb")
+    strb, w_data = Signal(_BYTES, name="w_strb"), Signal(DATA_BITS, name="w_data")
     with m.If(steps.w_open):
-        m.d.sync += strb.eq(bus.wstrb)
-        masked = bus.wdata & byte_mask(bus.wstrb)
-        bits = [select_copies(m, masked[i], _COPIES) for i in range(DATA_BITS)]
-    copies = [Cat(b[k] for b in bits) for k in range(_COPIES)]
+        m.d.sync += [strb.eq(bus.wstrb), w_data.eq(bus.wdata & byte_mask(bus.wstrb))]
+    copies = _copies(m, w_data)
 
     keys = sorted({dec.row_key(w) for w in words.values()})
     row_of = {n: keys.index(dec.row_key(w)) for n, w in words.items()}
-    # 1: rows and their strobes; 2: registers and their byte enables at 3
+    # 1: rows; 2: their strobes, registers; 3: registers' byte enables
     rows = [Signal(name=f"csr_w_row{k}") for k in range(len(keys))]
+    m.d.sync += [q.eq(and_all(dec.row(next(w for w in words.values() if dec.row_key(w) == k))))
+                 for q, k in zip(rows, keys)]
     row_strb = [Signal(_BYTES, name=f"csr_w_strb{k}") for k in range(len(keys))]
-    for k, key in enumerate(keys):
-        row = and_all(dec.row(next(w for w in words.values() if dec.row_key(w) == key)))
-        m.d.sync += [rows[k].eq(row), row_strb[k].eq(strb & row.replicate(_BYTES))]
+    m.d.sync += [q.eq(strb & row.replicate(_BYTES)) for q, row in zip(row_strb, rows)]
     sel = {n: Signal(name=f"csr_w_sel_{n.lower()}") for n in words}
     m.d.sync += [sel[n].eq(rows[row_of[n]] & dec.column(w)) for n, w in words.items()]
     wen = {n: Signal(_BYTES, name=f"csr_w_wen_{n.lower()}") for n in words}
     m.d.sync += [wen[n].eq(row_strb[row_of[n]] & sel[n].replicate(_BYTES)) for n in words]
 
-    # 1..2: the address's CFG register's old value; 3: merged; 4..6: checked
+    # 1..2: the address's CFG register's old value (from copies of the CFG
+    # registers a cycle late, which no write can see: the next starts at
+    # least two cycles after one is written); 3: merged; 4..6: checked
+    shadow = {r.name: Signal(DATA_BITS, name=f"csr_w_old_{r.name.lower()}") for r in cfgs}
+    m.d.sync += [shadow[r.name].eq(store[r.name]) for r in cfgs]
     old = tree(m, [(fetch.telling(words[r.name], [words[c.name] for c in cfgs]),
-                    store[r.name]) for r in cfgs], "csr_w_old", levels=2)
+                    shadow[r.name]) for r in cfgs], "csr_w_old", levels=2)
     merged = Signal(CfgWordLayout, name="merged")
     m.d.sync += merged.eq((or_all(old) & ~byte_mask(strb)) | copies[0])
     bad = check_steps(m, merged, params.workers, PROFILES[params.profile].features, "csr_w")
@@ -122,6 +123,18 @@ def write_channel(m, bus, config, regs, store, params):
     return bad_event, clear
 
 
+def _copies(m, value):
+    """:data:`_COPIES` registered copies of ``value`` (a cycle late, no
+    enable) that synthesis keeps apart: with and without a reset, each
+    from ``value`` or from the copy before it (two cycles late)."""
+    out = []
+    for k in range(_COPIES):
+        q = Signal(len(value), name=f"w_data_copy{k}", reset_less=bool(k & 1))
+        m.d.sync += q.eq(value if k < 2 else out[k - 2])
+        out.append(q)
+    return out
+
+
 class _Steps:
     """The handshake's and the steps' registers (see :func:`_handshake`)."""
 
@@ -131,8 +144,8 @@ def _handshake(m, bus, config):
     check from WRITE_CHECK until the request pipeline is idle, then commit
     and done.  Busy is high while any is (their next values' OR, less the
     request pipeline's idle, so that no state of them holds it high longer
-    than they are); a write is done only with no response pending, so that
-    the AXI rules hold from whatever state the steps start."""
+    than they are); a write is done only while held and with no response
+    pending, so that the AXI rules hold from whatever state the steps start."""
     s = _Steps()
     aw_full, w_full = Signal(name="csr_w_aw_full"), Signal(name="csr_w_w_full")
     bvalid, busy = Signal(name="csr_w_bvalid"), Signal(name="csr_w_busy")
@@ -145,12 +158,15 @@ def _handshake(m, bus, config):
     steps = [Signal(name=f"csr_w_step{k}") for k in range(1, WRITE_CHECK)]
     s.check, s.commit, done = (Signal(name=f"csr_w_{n}") for n in ("check", "commit", "done"))
     start = held & ~bvalid & ~busy
+    # (middle: the OR of the steps but the first and the last)
+    middle = Signal(name="csr_w_middle")
     m.d.sync += [steps[0].eq(start), *(b.eq(a) for a, b in zip(steps, steps[1:])),
                  s.check.eq((steps[-1] | (s.check & ~config.idle)) & held & ~bvalid),
                  s.commit.eq(s.check & config.idle), done.eq(s.commit),
-                 busy.eq(start | Cat(*steps[:-1]).any() | s.commit |
+                 middle.eq(Cat(*steps[:-2]).any()),
+                 busy.eq(start | steps[0] | middle | s.commit |
                          ((steps[-1] | s.check) & held & ~bvalid))]
-    s.finish = done & ~bvalid
+    s.finish = done & held & ~bvalid
     for full, open_, valid in ((aw_full, s.aw_open, bus.awvalid), (w_full, s.w_open, bus.wvalid)):
         nxt = (full | valid) & ~s.finish
         m.d.sync += [full.eq(nxt), open_.eq(~nxt)]
