@@ -10,7 +10,8 @@ masked by its strobes):
     2     each register's select; the old value's second level
     3     the value the write would produce (``merged``); each register's
           byte enables
-    4..6  the CFG check of that value: terms, rules, verdict (``cfg.py``)
+    4..6  the CFG check of that value: terms, rules, partial verdicts
+          (``cfg.py``); whether it is refused two cycles later
     6..   wait until the request pipeline is idle (``config.hold`` is high
           from the moment both are held, ``config.idle`` answers)
     g+1   each row's apply (for its CFG register: and not refused)
@@ -37,8 +38,6 @@ WRITE_CHECK = 3 + CHECK_STEPS
 #: Cycles from the first in which a write may commit to BVALID.
 WRITE_COMMIT = 3
 _BYTES = DATA_BITS // 8
-#: Copies of the write data, each feeding a few rows' registers.
-_COPIES = 4
 
 
 def control_write_bound(idle_after):
@@ -67,13 +66,14 @@ def write_channel(m, bus, config, regs, store, params):
     steps = _handshake(m, bus, config)
     words = {r.name: r.offset >> 2 for r in regs}
     cfgs = [r for r in regs if r.kind == "cfg"]
-    dec = AddressDecode(m, bus.awaddr[2:], words.values(), "csr_w_a", steps.aw_open)
-    fetch = AddressDecode(m, bus.awaddr[2:], [words[r.name] for r in cfgs], "csr_w_f",
-                          steps.aw_open, invert=True)
+    dec = AddressDecode(m, bus.awaddr[2:], words.values(), "csr_w_a", steps.aw_open[0])
+    # (the CFG fetch's one-hots captured once a byte, kept apart: with the
+    # two copies of the capture enable, as they are and complemented)
+    fetch = [AddressDecode(m, bus.awaddr[2:], [words[r.name] for r in cfgs], f"csr_w_f{b}_",
+                           steps.aw_open[b >> 1], invert=not b & 1) for b in range(_BYTES)]
     strb, w_data = Signal(_BYTES, name="w_strb"), Signal(DATA_BITS, name="w_data")
     with m.If(steps.w_open):
         m.d.sync += [strb.eq(bus.wstrb), w_data.eq(bus.wdata & byte_mask(bus.wstrb))]
-    copies = _copies(m, w_data)
 
     keys = sorted({dec.row_key(w) for w in words.values()})
     row_of = {n: keys.index(dec.row_key(w)) for n, w in words.items()}
@@ -93,25 +93,31 @@ def write_channel(m, bus, config, regs, store, params):
     # least two cycles after one is written); 3: merged; 4..6: checked
     shadow = {r.name: Signal(DATA_BITS, name=f"csr_w_old_{r.name.lower()}") for r in cfgs}
     m.d.sync += [shadow[r.name].eq(store[r.name]) for r in cfgs]
-    old = tree(m, [(fetch.telling(words[r.name], [words[c.name] for c in cfgs]),
-                    shadow[r.name]) for r in cfgs], "csr_w_old", levels=2)
+    cfg_words = [words[c.name] for c in cfgs]
+    old = Cat(or_all(tree(m, [(f.telling(words[r.name], cfg_words), shadow[r.name][8 * b:8 * b + 8])
+                              for r in cfgs], f"csr_w_old{b}", levels=2))
+              for b, f in enumerate(fetch))
     merged = Signal(CfgWordLayout, name="merged")
-    m.d.sync += merged.eq((or_all(old) & ~byte_mask(strb)) | copies[0])
-    bad = check_steps(m, merged, params.workers, PROFILES[params.profile].features, "csr_w")
+    m.d.sync += merged.eq((old & ~byte_mask(strb)) | w_data)
+    bad = or_all(check_steps(m, merged, params.workers, PROFILES[params.profile].features,
+                             "csr_w"))
     refused = _refused(m, bad, [sel[r.name] for r in cfgs], sel.values())
 
-    # g+1: each row's apply, for its CFG register only when not refused;
-    # g+2: the byte enables; g+3: registers, STATUS's clear, BVALID
-    go = steps.check & config.idle
-    apply = [[Signal(name=f"csr_w_apply{k}{'_cfg' if c else ''}") for c in (0, 1)]
-             for k in range(len(keys))]
-    m.d.sync += [a.eq(go & row & (~bad if c else 1))
-                 for row, pair in zip(rows, apply) for c, a in enumerate(pair)]
+    # g+1: each row's apply (and, from the check on, whether the row's CFG
+    # register may be written: not refused); g+2: the byte enables; g+3:
+    # registers, STATUS's clear, BVALID
+    apply = [Signal(name=f"csr_w_apply{k}") for k in range(len(keys))]
+    ok = [Signal(name=f"csr_w_ok{k}") for k in range(len(keys))]
+    m.d.sync += [a.eq(steps.check & config.idle & row) for a, row in zip(apply, rows)]
+    m.d.sync += [q.eq(row & ~bad) for q, row in zip(ok, rows)]
+    copies = _copies(m, w_data, len(keys))
     clear = Signal(len(STATUS_BITS))
     for r in regs:
+        k = row_of[r.name]
         en = Signal(_BYTES, name=f"csr_w_en_{r.name.lower()}")
-        m.d.sync += en.eq(wen[r.name] & apply[row_of[r.name]][r.kind == "cfg"].replicate(_BYTES))
-        data_in = copies[row_of[r.name] * _COPIES // len(keys)]
+        m.d.sync += en.eq(wen[r.name] & (apply[k] & (ok[k] if r.kind == "cfg" else 1))
+                          .replicate(_BYTES))
+        data_in = copies[k]
         if r.kind == "status":
             m.d.sync += clear.eq(data_in[:len(clear)] & en[0].replicate(len(clear)))
         else:
@@ -119,19 +125,21 @@ def write_channel(m, bus, config, regs, store, params):
     with m.If(steps.finish):
         m.d.sync += [steps.bvalid.eq(1), steps.bresp.eq(response(refused))]
     bad_event = Signal()
-    m.d.sync += bad_event.eq(steps.commit & refused)
+    m.d.sync += bad_event.eq(steps.finish & refused)
     return bad_event, clear
 
 
-def _copies(m, value):
-    """:data:`_COPIES` registered copies of ``value`` (a cycle late, no
-    enable) that synthesis keeps apart: with and without a reset, each
-    from ``value`` or from the copy before it (two cycles late)."""
+def _copies(m, value, n):
+    """``n`` registered copies of ``value`` (no enable) that synthesis keeps
+    apart: two from ``value``, with and without a reset, then two from each
+    copy in turn (so a binary tree, none more than WRITE_CHECK cycles late:
+    all are read after the check)."""
     out = []
-    for k in range(_COPIES):
+    for k in range(n):
         q = Signal(len(value), name=f"w_data_copy{k}", reset_less=bool(k & 1))
-        m.d.sync += q.eq(value if k < 2 else out[k - 2])
+        m.d.sync += q.eq(value if k < 2 else out[(k - 2) // 2])
         out.append(q)
+    assert (n + 1).bit_length() - 1 <= WRITE_CHECK
     return out
 
 
@@ -144,12 +152,13 @@ def _handshake(m, bus, config):
     check from WRITE_CHECK until the request pipeline is idle, then commit
     and done.  Busy is high while any is (their next values' OR, less the
     request pipeline's idle, so that no state of them holds it high longer
-    than they are); a write is done only while held and with no response
-    pending, so that the AXI rules hold from whatever state the steps start."""
+    than they are); a write is done only if it was held as it committed
+    (held falls only as one is done) and with no response pending, so that
+    the AXI rules hold from whatever state the steps start."""
     s = _Steps()
     aw_full, w_full = Signal(name="csr_w_aw_full"), Signal(name="csr_w_w_full")
     bvalid, busy = Signal(name="csr_w_bvalid"), Signal(name="csr_w_busy")
-    s.aw_open, s.w_open = Signal(init=1, name="csr_w_aw_open"), Signal(init=1, name="csr_w_w_open")
+    s.w_open = Signal(init=1, name="csr_w_w_open")
     s.bvalid, s.bresp = bvalid, Signal(2)
     m.d.comb += [bus.awready.eq(~aw_full), bus.wready.eq(~w_full), bus.bvalid.eq(bvalid),
                  bus.bresp.eq(s.bresp)]
@@ -162,14 +171,19 @@ def _handshake(m, bus, config):
     middle = Signal(name="csr_w_middle")
     m.d.sync += [steps[0].eq(start), *(b.eq(a) for a, b in zip(steps, steps[1:])),
                  s.check.eq((steps[-1] | (s.check & ~config.idle)) & held & ~bvalid),
-                 s.commit.eq(s.check & config.idle), done.eq(s.commit),
+                 s.commit.eq(s.check & config.idle), done.eq(s.commit & held),
                  middle.eq(Cat(*steps[:-2]).any()),
-                 busy.eq(start | steps[0] | middle | s.commit |
-                         ((steps[-1] | s.check) & held & ~bvalid))]
-    s.finish = done & held & ~bvalid
-    for full, open_, valid in ((aw_full, s.aw_open, bus.awvalid), (w_full, s.w_open, bus.wvalid)):
-        nxt = (full | valid) & ~s.finish
-        m.d.sync += [full.eq(nxt), open_.eq(~nxt)]
+                 busy.eq(start | steps[0] | middle |
+                         ((s.commit | ((steps[-1] | s.check) & ~bvalid)) & held))]
+    s.finish = done & ~bvalid
+    aw_next = (aw_full | bus.awvalid) & ~s.finish
+    w_next = (w_full | bus.wvalid) & ~s.finish
+    # the capture enables: the address's in two copies (kept apart: one
+    # complemented), the data's
+    opens = [Signal(init=1, name="csr_w_aw_open"), Signal(name="csr_w_aw_open_n")]
+    s.aw_open = [opens[0], ~opens[1]]
+    m.d.sync += [aw_full.eq(aw_next), w_full.eq(w_next), s.w_open.eq(~w_next),
+                 opens[0].eq(~aw_next), opens[1].eq(aw_next)]
     with m.If(bvalid & bus.bready):
         m.d.sync += bvalid.eq(0)
     return s
@@ -177,12 +191,14 @@ def _handshake(m, bus, config):
 
 def _refused(m, bad, cfg_sels, sels):
     """Whether the write is refused (a CFG value the check refuses, or no
-    writable register), a register a cycle after the check's verdict."""
-    cfg_q, writable_q, refused = Signal(), Signal(), Signal()
+    writable register), a register two cycles after the check's verdict
+    (``bad``: the OR of its partial verdicts)."""
+    cfg_q, writable_q, cfg_bad, refused = (Signal(name=f"csr_w_{n}") for n in
+                                           ("is_cfg", "writable", "cfg_bad", "refused"))
     is_cfg = tree(m, [(s, Const(1, 1)) for s in cfg_sels], "csr_w_is_cfg")
     any_sel = tree(m, [(s, Const(1, 1)) for s in sels], "csr_w_any")
     m.d.sync += [cfg_q.eq(or_all(is_cfg)), writable_q.eq(or_all(any_sel)),
-                 refused.eq((cfg_q & bad) | ~writable_q)]
+                 cfg_bad.eq(cfg_q & bad), refused.eq(cfg_bad | ~writable_q)]
     return refused
 
 
