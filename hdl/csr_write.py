@@ -15,8 +15,8 @@ masked by its strobes):
     6..   wait until the request pipeline is idle (``config.hold`` is high
           from the moment both are held, ``config.idle`` answers)
     g+1   each row's apply (for its CFG register: and not refused)
-    g+2   each register byte's write enable, a register driving its eight
-          flip-flops
+    g+2   each register's write enable, a register (its bytes chosen by
+          their strobes in their data)
     g+3   the registers hold the value, BVALID
 
 where ``g`` is the first cycle from 6 on with ``idle``: BVALID rises at
@@ -77,12 +77,14 @@ def write_channel(m, bus, config, regs, store, params):
 
     keys = sorted({dec.row_key(w) for w in words.values()})
     row_of = {n: keys.index(dec.row_key(w)) for n, w in words.items()}
-    # 1: rows; 2: their strobes, registers; 3: registers' byte enables
+    # 1: rows; 2: registers; then each row's strobes (from its own copy of
+    # them) and each register's byte enables
     rows = [Signal(name=f"csr_w_row{k}") for k in range(len(keys))]
     m.d.sync += [q.eq(and_all(dec.row(next(w for w in words.values() if dec.row_key(w) == k))))
                  for q, k in zip(rows, keys)]
     row_strb = [Signal(_BYTES, name=f"csr_w_strb{k}") for k in range(len(keys))]
-    m.d.sync += [q.eq(strb & row.replicate(_BYTES)) for q, row in zip(row_strb, rows)]
+    m.d.sync += [q.eq(c & row.replicate(_BYTES))
+                 for q, c, row in zip(row_strb, _copies(m, strb, len(keys), "w_strb"), rows)]
     sel = {n: Signal(name=f"csr_w_sel_{n.lower()}") for n in words}
     m.d.sync += [sel[n].eq(rows[row_of[n]] & dec.column(w)) for n, w in words.items()]
     wen = {n: Signal(_BYTES, name=f"csr_w_wen_{n.lower()}") for n in words}
@@ -104,24 +106,22 @@ def write_channel(m, bus, config, regs, store, params):
     refused = _refused(m, bad, [sel[r.name] for r in cfgs], sel.values())
 
     # g+1: each row's apply (and, from the check on, whether the row's CFG
-    # register may be written: not refused); g+2: the byte enables; g+3:
-    # registers, STATUS's clear, BVALID
-    apply = [Signal(name=f"csr_w_apply{k}") for k in range(len(keys))]
+    # register may be written: not refused); g+2: each register's enable;
+    # g+3: registers, STATUS's clear, BVALID
+    apply = _row_apply(m, steps, config.idle, rows)
     ok = [Signal(name=f"csr_w_ok{k}") for k in range(len(keys))]
-    m.d.sync += [a.eq(steps.check & config.idle & row) for a, row in zip(apply, rows)]
     m.d.sync += [q.eq(row & ~bad) for q, row in zip(ok, rows)]
-    copies = _copies(m, w_data, len(keys))
+    copies = _copies(m, w_data, len(keys), "w_data")
     clear = Signal(len(STATUS_BITS))
     for r in regs:
         k = row_of[r.name]
-        en = Signal(_BYTES, name=f"csr_w_en_{r.name.lower()}")
-        m.d.sync += en.eq(wen[r.name] & (apply[k] & (ok[k] if r.kind == "cfg" else 1))
-                          .replicate(_BYTES))
-        data_in = copies[k]
+        en = Signal(name=f"csr_w_en_{r.name.lower()}")
+        m.d.sync += en.eq(sel[r.name] & apply[k] & (ok[k] if r.kind == "cfg" else 1))
         if r.kind == "status":
-            m.d.sync += clear.eq(data_in[:len(clear)] & en[0].replicate(len(clear)))
+            m.d.sync += clear.eq(copies[k][:len(clear)] &
+                                 (wen[r.name][0] & apply[k]).replicate(len(clear)))
         else:
-            _store_bytes(m, store[r.name], data_in & r.writable_mask, en)
+            _store(m, store[r.name], copies[k], r.writable_mask, en, wen[r.name])
     with m.If(steps.finish):
         m.d.sync += [steps.bvalid.eq(1), steps.bresp.eq(response(refused))]
     bad_event = Signal()
@@ -129,17 +129,31 @@ def write_channel(m, bus, config, regs, store, params):
     return bad_event, clear
 
 
-def _copies(m, value, n):
+def _copies(m, value, n, name):
     """``n`` registered copies of ``value`` (no enable) that synthesis keeps
     apart: two from ``value``, with and without a reset, then two from each
-    copy in turn (so a binary tree, none more than WRITE_CHECK cycles late:
+    copy in turn (so a binary tree, none more than WRITE_CHECK - 2 cycles
+    late: the byte enables take the strobes' copies two cycles later, and
     all are read after the check)."""
     out = []
     for k in range(n):
-        q = Signal(len(value), name=f"w_data_copy{k}", reset_less=bool(k & 1))
+        q = Signal(len(value), name=f"{name}_copy{k}", reset_less=bool(k & 1))
         m.d.sync += q.eq(value if k < 2 else out[(k - 2) // 2])
         out.append(q)
-    assert (n + 1).bit_length() - 1 <= WRITE_CHECK
+    assert (n + 1).bit_length() - 1 <= WRITE_CHECK - 2
+    return out
+
+
+def _row_apply(m, steps, idle, rows):
+    """Each row's apply (a register, high the cycle after the check meets
+    ``idle`` for a write to the row): from the row's own copy of the last
+    step and of the check, so that no LUT is shared among the rows'."""
+    out = []
+    for k, row in enumerate(rows):
+        last, check, apply = (Signal(name=f"csr_w_{n}{k}") for n in ("last", "check", "apply"))
+        m.d.sync += [last.eq(steps.before_last & row), check.eq(last | (check & ~idle)),
+                     apply.eq(check & idle)]
+        out.append(apply)
     return out
 
 
@@ -169,6 +183,7 @@ def _handshake(m, bus, config):
     start = held & ~bvalid & ~busy
     # (middle: the OR of the steps but the first and the last)
     middle = Signal(name="csr_w_middle")
+    s.before_last = steps[-2]
     m.d.sync += [steps[0].eq(start), *(b.eq(a) for a, b in zip(steps, steps[1:])),
                  s.check.eq((steps[-1] | (s.check & ~config.idle)) & held & ~bvalid),
                  s.commit.eq(s.check & config.idle), done.eq(s.commit & held),
@@ -202,7 +217,12 @@ def _refused(m, bad, cfg_sels, sels):
     return refused
 
 
-def _store_bytes(m, reg, value, en):
-    for b in range(_BYTES):
-        with m.If(en[b]):
-            m.d.sync += reg[8 * b:8 * b + 8].eq(value[8 * b:8 * b + 8])
+def _store(m, reg, value, mask, en, bytes_en):
+    """Write the bits ``mask`` holds of the bytes of ``value`` that
+    ``bytes_en`` selects into ``reg`` when ``en``: a clock enable of the
+    whole register (a register), each byte's choice in its data (written as
+    gates, which synthesis does not turn into an enable)."""
+    keep = byte_mask(bytes_en)
+    bits = [i for i in range(len(reg)) if mask >> i & 1]
+    with m.If(en):
+        m.d.sync += [reg[i].eq((value[i] & keep[i]) | (reg[i] & ~keep[i])) for i in bits]
