@@ -11,7 +11,7 @@ from amaranth import Module
 from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.hdl.bus import AXI4LiteSignature, AXI4Signature
-from neuron_fabric.hdl.counter import CarryResolve, DigitCounter
+from neuron_fabric.hdl.counter import DIGITS, CarryResolve, DigitCounter, digit_ends
 from neuron_fabric.hdl.csr import ControlRegisters
 from neuron_fabric.hdl.ndr import NdrArbiter
 from neuron_fabric.hdl.write_path import WritePath
@@ -33,28 +33,39 @@ def test_bus_signatures_compare_by_widths():
         AXI4Signature(addr_width=52, data_width=512, id_width=0)
 
 
-def test_counter_state_settles_to_the_running_total():
-    """Every cycle's counter state, settled by the resolve pipeline, is the
-    number of events counted so far (mod 2^16 here: 4-bit digits)."""
+@pytest.mark.parametrize("digits", [(3, 3, 3, 3, 3, 1), (3, 2, 3, 1, 3, 3, 1), DIGITS])
+def test_counter_state_resolves_to_the_running_total(digits):
+    """Every cycle's counter state, resolved, is the number of events
+    counted so far (mod 2^width), its low half as early as promised; from
+    0 and from a count near the top of the width, so that carries run
+    through every digit and wrap."""
+    width = sum(digits)
     m = Module()
-    m.submodules.counter = counter = DigitCounter(width=16, digit=4)
-    m.submodules.resolve = resolve = CarryResolve(width=16, digit=4)
+    m.submodules.counter = counter = DigitCounter(digits=digits)
+    m.submodules.resolve = resolve = CarryResolve(digits=digits, low_bits=width // 2)
     m.d.comb += resolve.state.eq(counter.state)
     rng = random.Random(1)
 
     async def bench(ctx):
-        totals = [0]
-        for _ in range(600):
-            inc = rng.choice([0, 1, 5, 7, 7, 7])
-            ctx.set(counter.inc, inc)
-            await ctx.tick()
-            totals.append(totals[-1] + inc)
-            for k in range(resolve.steps + 1):
-                if len(totals) > k:
-                    settled = ctx.get(resolve.settled[k])
-                    bits = 4 * (k + 1)
-                    assert settled % (1 << bits) == totals[-1 - k] % (1 << bits)
-        assert ctx.get(resolve.settled[resolve.steps]) == totals[-1 - resolve.steps] % (1 << 16)
+        for start in (0, (1 << width) - 150):
+            # a state with no pending carry holds the count in its digits
+            ctx.set(counter.low[0], start & 7)
+            ctx.set(counter.low[1], 0)
+            for reg, end in zip(counter.digit_regs, digit_ends(digits)):
+                ctx.set(reg, (start >> end) & ((1 << len(reg)) - 1))
+            for reg in counter.carry_regs:
+                ctx.set(reg, 0)
+            totals = [start]
+            for _ in range(300):
+                inc = rng.choice([0, 1, 5, 7, 7, 7])
+                ctx.set(counter.inc, inc)
+                await ctx.tick()
+                totals.append(totals[-1] + inc)
+                if len(totals) > resolve.steps:
+                    assert ctx.get(resolve.value) == totals[-1 - resolve.steps] % (1 << width)
+                if len(totals) > resolve.low_steps:
+                    low = totals[-1 - resolve.low_steps] % (1 << width // 2)
+                    assert ctx.get(resolve.low) % (1 << width // 2) == low
 
     run_testbenches(m, bench)
 
@@ -124,6 +135,39 @@ def test_control_registers_write_waits_for_idle():
         ctx.set(dut.events.count_inc, 0)
         assert await lite.read(rmap["COUNTER4_LO"].offset) == (5, 0)
         assert await lite.read(rmap["COUNTER4_HI"].offset) == (0, 0)
+
+    run_testbenches(dut, bench)
+
+
+def test_control_registers_counter_lo_then_hi_is_one_value():
+    """A counter read LO then HI (the next read as soon as the bus allows)
+    gives one 64-bit value the counter held during the LO read, while it
+    counts an event every cycle across the carry out of bit 31."""
+    dut = ControlRegisters(SMALL)
+    rmap = RegisterMap(SMALL)
+    counter = dut.counters[4]
+
+    async def bench(ctx):
+        lite = _Lite(ctx, dut.bus)
+        for below in range(30):
+            start = (0x1234 << 32) + (1 << 32) - below
+            ctx.set(dut.events.count_inc, 0)
+            await ctx.tick().repeat(3)
+            ctx.set(counter.low[0], start & 7), ctx.set(counter.low[1], 0)
+            for reg, end in zip(counter.digit_regs, digit_ends(DIGITS)):
+                ctx.set(reg, (start >> end) & ((1 << len(reg)) - 1))
+            for reg in counter.carry_regs:
+                ctx.set(reg, 0)
+            await ctx.tick()
+            ctx.set(dut.events.count_inc, 0b10000)
+            lo, resp = await lite.read(rmap["COUNTER4_LO"].offset)
+            assert resp == 0
+            hi, resp = await lite.read(rmap["COUNTER4_HI"].offset)
+            assert resp == 0
+            value = hi << 32 | lo
+            # events reach the counter a cycle after they are reported, and
+            # the read takes under 20 cycles
+            assert 0 <= value - start < 20, (below, hex(start), hex(value))
 
     run_testbenches(dut, bench)
 
