@@ -1,12 +1,22 @@
 """Admission by credit, the rule every block of the top that takes a stream
 from outside follows: its ``ready`` is a register, high only while all it
-has admitted and not yet passed on fits in the queue behind it."""
+has admitted and not yet passed on fits in the queue behind it.
+
+The counts behind such flags are kept in unary (:func:`ladder`): one
+registered flag "the count is at least k" for each k, so that a flag of
+the next cycle is one of three registered flags chosen by the two events
+of the cycle, with no adder, carry chain or compare on the way.  The
+choice is written so that an unknown event in simulation (X) keeps the
+flags as they are, as an enable would: no register takes an X from an
+event.  (Each register's choice is in its own statements, so that a
+simulator that does not evaluate processes at time zero still brings it
+out of reset.)"""
 
 from functools import reduce
 
-from amaranth import Const, Mux, Signal
+from amaranth import Cat, Const, Mux, Signal
 
-__all__ = ["credit_ready", "below", "step"]
+__all__ = ["credit_ready", "below", "step", "ladder"]
 
 
 def below(x, k):
@@ -35,6 +45,33 @@ def step(count, up, down):
     return Mux(up & ~down, count + 1, Mux(down & ~up, count - 1, count))[:len(count)]
 
 
+def ladder(m, size, up, down, *, name, init=0):
+    """A count of ``0 .. size`` kept in unary, moved by one each cycle
+    ``up`` or ``down`` is high alone (the caller keeps it within range).
+
+    Returns ``(now, after)``: ``now(k)``, the registered flag "the count is
+    at least ``k``" (a constant for ``k <= 0`` or ``k > size``);
+    ``after(k)``, the same flag for the next cycle, one of ``now``'s flags
+    chosen by ``up`` and ``down``.  The flags are chosen in the register's
+    own statements, so an unknown event keeps them as they are.
+    """
+    flags = Signal(size, name=f"{name}_at_least", init=(1 << init) - 1)
+    grow, shrink = Cat(Const(1, 1), flags[:-1]), Cat(flags[1:], Const(0, 1))
+    with m.Switch(Cat(up, down)):
+        with m.Case(0b01):
+            m.d.sync += flags.eq(grow)
+        with m.Case(0b10):
+            m.d.sync += flags.eq(shrink)
+    nxt = Mux(up & ~down, grow, Mux(down & ~up, shrink, flags))
+
+    def pick(value):
+        def flag(k):
+            return Const(int(k <= 0), 1) if k <= 0 or k > size else value[k - 1]
+        return flag
+
+    return pick(flags), pick(nxt)
+
+
 def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
     """The registered ``ready`` of an input that may hold ``depth`` items.
 
@@ -61,18 +98,18 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
     -------
     ready : Signal
     """
-    held = Signal(range(depth + 1))
     ready = Signal()
     admit = valid & ready
-    m.d.sync += held.eq(step(held, admit, give))
-    # Whether the count of the next cycle is below depth, as a compare of
-    # the registered count with a constant chosen by what enters and
-    # leaves (the count's adder feeds only the count).
-    if late_give:
-        fits = Mux(admit, below(held, depth - 1), below(held, depth))
-    else:
-        fits = Mux(admit, Mux(give, below(held, depth), below(held, depth - 1)),
-                   Mux(give, 1, below(held, depth)))
-    m.d.sync += ready.eq(fits & (~hold if hold is not None else 1)
-                         & (room if room is not None else 1))
+    extra = (~hold if hold is not None else 1) & (room if room is not None else 1)
+    # The items held, in unary: ``ready`` of the next cycle is the flag
+    # "fewer than depth" of the next cycle, or with late_give of this
+    # cycle's count plus what is admitted; chosen in the register's own
+    # statements, so an unknown event leaves it as with none.
+    held, _ = ladder(m, depth, admit, give, name="held")
+    m.d.sync += ready.eq(~held(depth) & extra)
+    with m.Switch(Cat(admit, Const(0, 1) if late_give else give)):
+        with m.Case(0b01):
+            m.d.sync += ready.eq(~held(depth - 1) & extra)
+        with m.Case(0b10):
+            m.d.sync += ready.eq(extra)
     return ready

@@ -1,31 +1,38 @@
 """The in-flight table: AXI transaction IDs, what each one is for, and the
 occupancy bound."""
 
-from amaranth import C, Cat, Module, Mux, Signal
+from amaranth import Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .queue import CreditQueue
+from .occupancy import Occupancy, devload_level
+from .queue import select_copies
 
 __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
-           "devload_level", "response_members", "ReadAllocSignature"]
+           "devload_level", "response_members", "ReadAllocSignature", "WRITE_LOOKUP_CYCLES"]
+
+#: Cycles from a write's lookup to its entry (from a register).
+WRITE_LOOKUP_CYCLES = 2
 
 
 class IdPool(wiring.Component):
-    """Free list of the IDs ``0 .. size-1``.
+    """Free list of the IDs ``0 .. size-1``: a queue of the free IDs whose
+    head is a register (``alloc_id``).
 
-    The ID handed out is a register (``alloc_id``, with ``alloc_ok``),
-    loaded while it is empty or taken: after reset from a counter that
-    hands out the IDs in order, then from a second register, the spare,
-    which is loaded from the queue of IDs given back
-    (:class:`.queue.CreditQueue`).  An ID given back goes straight into the
-    first of the two registers that would otherwise stay empty, else into
-    the queue; so the queue holds at most ``size - 2`` IDs, an ID given
-    back is handed out again from the next cycle on, the ID handed out and
-    its flag are registers, and the queue's memory feeds only the spare.
-    No state survives a reset, so a reset in the middle of traffic leaves
-    every ID free.
+    After reset the IDs ``0 .. size-1`` go into the queue one a cycle, an
+    ID given back (``free``) ahead of them, each through a register; an ID
+    given back in cycle t is handed out from cycle t+3 on, and ID k after
+    reset from cycle k+2.  The queue is two memories
+    that take turns (even and odd places), each read at a registered
+    address, so the head of the next cycle is one of the two memories'
+    outputs, chosen by ``alloc``: taking an ID moves one address and the
+    head, nothing else.  No state survives a reset, so a reset in the
+    middle of traffic leaves every ID free.
+
+    The queue has no empty flag on the way of ``alloc``: the in-flight
+    table takes an ID only with a place promised (:mod:`.occupancy`), and
+    a place comes back a cycle after its ID, so an ID is always there.
 
     Parameters
     ----------
@@ -37,11 +44,11 @@ class IdPool(wiring.Component):
     Members
     -------
     alloc_ok : Out(1)
-        An ID is available on ``alloc_id`` (a register).
+        An ID is on ``alloc_id`` (from the queue's pointers, for use alone).
     alloc_id : Out(id_bits)
         A register.
     alloc : In(1)
-        Take ``alloc_id`` (only while ``alloc_ok``).
+        Take ``alloc_id`` (only while an ID is there).
     free : In(1)
         Give ``free_id`` back.
     free_id : In(id_bits)
@@ -63,34 +70,45 @@ class IdPool(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self._size
-        returned = m.submodules.returned = CreditQueue(len(self.alloc_id), max(n - 2, 1))
-        fresh = Signal(range(n), name="fresh")       # the next fresh ID
-        fresh_left = Signal(name="fresh_left", init=1)
-        spare = Signal(len(self.alloc_id), name="spare")
-        spare_ok = Signal(name="spare_ok")
-        # the ID register is loaded while empty or taken: a fresh ID, else
-        # the spare, else an ID given back this cycle
-        load = self.alloc | ~self.alloc_ok
-        to_id = load & ~fresh_left & ~spare_ok & self.free
-        with m.If(load):
-            m.d.sync += [self.alloc_ok.eq(fresh_left | spare_ok | self.free),
-                         self.alloc_id.eq(Mux(fresh_left, fresh, Mux(spare_ok, spare,
-                                                                    self.free_id)))]
-            with m.If(fresh_left):
-                m.d.sync += fresh_left.eq(fresh != n - 1)
-                if n > 1:
-                    m.d.sync += fresh.eq(fresh + 1)
-        # the spare is loaded while empty or passed on: the queue's head,
-        # else an ID given back this cycle; other IDs given back wait in
-        # the queue
-        refill = ~spare_ok | (load & ~fresh_left)
-        to_spare = refill & ~returned.r_rdy & self.free & ~to_id
-        with m.If(refill):
-            m.d.sync += [spare_ok.eq(returned.r_rdy | to_spare),
-                         spare.eq(Mux(returned.r_rdy, returned.r_data, self.free_id))]
-        m.d.comb += [returned.w_en.eq(self.free & ~to_id & ~to_spare),
-                     returned.w_data.eq(self.free_id),
-                     returned.r_en.eq(refill & returned.r_rdy)]
+        depth = 1 << max(0, (n + 1) // 2 - 1).bit_length()     # places of each memory
+        # What goes in, registered: an ID given back, else the next fresh
+        # one; from reset the first one (0) is already there.
+        fresh = Signal(range(n), name="fresh", init=min(1, n - 1))
+        fresh_left = Signal(init=int(n > 1), name="fresh_left")
+        push = self.free | fresh_left
+        with m.If(~self.free & fresh_left):
+            m.d.sync += fresh_left.eq(fresh != n - 1)
+            if n > 1:
+                m.d.sync += fresh.eq(fresh + 1)
+        # Places counted over twice the queue, so equal counts mean empty.
+        wptr = Signal(range(4 * depth), name="wptr", init=1)
+        rptr = Signal(range(4 * depth), name="rptr")
+        p_en = [Signal(name=f"push{b}", init=int(b == 0)) for b in range(2)]
+        p_id, p_addr = Signal.like(self.alloc_id, name="push_id"), Signal(range(depth), name="push_addr")
+        m.d.sync += [*(e.eq(push & (wptr[0] == b)) for b, e in enumerate(p_en)),
+                     p_id.eq(Mux(self.free, self.free_id, fresh)), p_addr.eq(wptr[1:])]
+        with m.If(push):
+            m.d.sync += wptr.eq(wptr + 1)
+        heads = []
+        for b in range(2):
+            mem = m.submodules[f"ids{b}"] = Memory(shape=len(self.alloc_id), depth=depth, init=[])
+            wr, rd = mem.write_port(), mem.read_port(domain="comb")
+            raddr = Signal(range(depth), name=f"raddr{b}")
+            m.d.comb += [wr.en.eq(p_en[b]), wr.addr.eq(p_addr), wr.data.eq(p_id),
+                         rd.addr.eq(raddr)]
+            with m.If(self.alloc & (rptr[0] == b)):
+                m.d.sync += raddr.eq(raddr + 1)
+            heads.append(rd.data)
+        # The head of the next cycle: this one's place, or the next place
+        # (the other memory) when it is taken.
+        m.d.sync += self.alloc_id.eq(Mux(rptr[0], heads[1], heads[0]))
+        with m.If(self.alloc):
+            m.d.sync += [self.alloc_id.eq(Mux(rptr[0], heads[0], heads[1])),
+                         rptr.eq(rptr + 1)]
+        # (the places written by the end of the cycle before last)
+        written = [Signal.like(wptr, name=f"wptr_{k}", init=0) for k in range(2)]
+        m.d.sync += [written[0].eq(wptr), written[1].eq(written[0])]
+        m.d.comb += self.alloc_ok.eq(written[1] != rptr)
         return m
 
 
@@ -130,7 +148,8 @@ def ReserveSignature():
 
 
 def LookupSignature(id_bits, entry_shape):
-    """Retiring an ID (``valid``): its entry comes back the next cycle."""
+    """Retiring an ID (``valid``): its entry comes back a fixed number of
+    cycles later (the next cycle for a read, :class:`InFlightTable`)."""
     return wiring.Signature({"valid": Out(1), "id": Out(id_bits), "entry": In(entry_shape)})
 
 
@@ -139,22 +158,34 @@ class InFlightTable(wiring.Component):
     lists, the occupancy bound and ``devload``.
 
     Reads and writes have separate ID spaces of MAX_OUTSTANDING IDs each;
-    one occupancy count keeps reads + writes at or below MAX_OUTSTANDING
-    (a read reserved in the same cycle as a write counts first).  A read
-    counts from the cycle its request is accepted (``read_reserve``), so
-    no more reads are accepted than the table holds and ``devload`` counts
-    every read accepted and not yet answered (contract 4.2); a read's ID is
-    then always free when it comes to be issued, and ``read_alloc.take``
-    does not count again.  A write counts from its ``take``.  An ID is
-    in flight from its ``take`` until its lookup; it returns to the free
-    list after the lookup has read its entry, so an entry is never
-    overwritten before it is read; the count falls at the same time.
+    the places of :class:`.occupancy.Occupancy` keep reads + writes at or
+    below MAX_OUTSTANDING.  A read takes its place in the cycle its
+    request is accepted (``read_reserve``, after ``room``), so no more
+    reads are accepted than the table holds and ``devload`` counts every
+    read accepted and not yet answered (contract 4.2); its ID is taken
+    later (``read_alloc.take``, which does not count again) and is always
+    free then.  A write takes its place and its ID together (``take``,
+    while ``ok``).  An ID is in flight from its ``take`` until its lookup,
+    which gives back its ID (out again from the third cycle on) and its
+    place (counted out from the next cycle on).  From reset the free
+    lists fill one ID a cycle, so an ID is taken from the second cycle
+    after reset on (a read reserved in the first takes its ID then).
+
+    A write's entry is written a cycle after its take (from registers), a
+    read's with its fill; each can be looked up from the cycle after it is
+    written.  The memories are read at the lookup's ID into registers, one
+    for each half of the IDs; the entry is the one of the half of the
+    looked-up ID, the cycle after the lookup (``read_cycles`` 1), or
+    registered once more (2, and always for a write).
 
     Parameters
     ----------
     params : TopParams
     read_entry, write_entry : shape
         What a read and a write remember.
+    read_cycles : int
+        Cycles from a read's lookup to its entry (1 or 2; a write's:
+        ``WRITE_LOOKUP_CYCLES``).
 
     Members
     -------
@@ -163,14 +194,18 @@ class InFlightTable(wiring.Component):
         A read's entry is filled after its ID is taken, before its lookup.
     write_alloc : In(AllocSignature(...))
     read_lookup, write_lookup : In(LookupSignature(...))
+        The entry comes back ``read_cycles`` and ``WRITE_LOOKUP_CYCLES``
+        cycles after the lookup.
     devload : Out(2)
         Load level (contract 4.2; thresholds in :func:`devload_level`) of
-        the count as it is this cycle: a small table of three of its
-        registered flags.
+        the places taken two cycles before.
     """
 
-    def __init__(self, params, *, read_entry, write_entry):
+    def __init__(self, params, *, read_entry, write_entry, read_cycles=1):
+        if read_cycles not in (1, 2):
+            raise ValueError(f"read_cycles must be 1 or 2, not {read_cycles!r}")
         self._params = params
+        self._read_cycles = read_cycles
         idw = params.id_bits
         super().__init__({
             "read_reserve": In(ReserveSignature()),
@@ -185,78 +220,56 @@ class InFlightTable(wiring.Component):
         m = Module()
         n = self._params.max_outstanding
         idw = self._params.id_bits
-        sides = {"read": (self.read_alloc, self.read_lookup),
-                 "write": (self.write_alloc, self.write_lookup)}
-        for name, (alloc, lookup) in sides.items():
+        places = m.submodules.places = Occupancy(n)
+        sides = {"read": (self.read_alloc, self.read_lookup, self._read_cycles),
+                 "write": (self.write_alloc, self.write_lookup, WRITE_LOOKUP_CYCLES)}
+        for name, (alloc, lookup, cycles) in sides.items():
             pool = m.submodules[f"{name}_ids"] = IdPool(size=n, id_bits=idw)
-            table = m.submodules[f"{name}_table"] = Memory(
-                shape=alloc.entry.shape(), depth=n, init=[])
-            wr, rd = table.write_port(), table.read_port(domain="sync")
-            fill = alloc.fill if name == "read" else alloc.take
-            fill_id = alloc.fill_id if name == "read" else pool.alloc_id
-            m.d.comb += [
-                alloc.id.eq(pool.alloc_id),
-                pool.alloc.eq(alloc.take),
-                wr.en.eq(fill), wr.addr.eq(fill_id), wr.data.eq(alloc.entry),
-                rd.addr.eq(lookup.id), lookup.entry.eq(rd.data),
-            ]
-            # Give the ID back a cycle after its entry was read.
-            free, free_id = Signal(name=f"{name}_free"), Signal(idw, name=f"{name}_free_id")
-            m.d.sync += [free.eq(lookup.valid), free_id.eq(lookup.id)]
-            m.d.comb += [pool.free.eq(free), pool.free_id.eq(free_id)]
-            sides[name] = (pool, free)
-
-        (_, r_free), (wpool, w_free) = sides["read"], sides["write"]
-        rt, wt = self.read_reserve.take, self.write_alloc.take
-        # The occupancy count in unary: lt[k] (k = 1..N) says the count is
-        # below k, a register (all ones after reset).  The takes of this
-        # cycle are known late (they come from other blocks); the frees are
-        # registered.  So the flags after the frees (``freed[j]``, a choice
-        # among three flags by the two frees) are formed first, and each
-        # flag of the next cycle is a choice among three of those by the two
-        # takes: two small tables per flag, the takes in the last.
-        lt = Signal(n, init=(1 << n) - 1, name="occupancy_below")
-
-        def below(k):
-            return C(int(k > n), 1) if k <= 0 or k > n else lt[k - 1]
-
-        # freed[j]: the count less this cycle's frees is below j
-        freed = {j: Signal(name=f"freed_below{j}") for j in range(-1, n + 1)}
-        m.d.comb += [f.eq(Mux(r_free & w_free, below(j + 2),
-                              Mux(r_free | w_free, below(j + 1), below(j))))
-                     for j, f in freed.items()]
-
-        with m.Switch(Cat(rt, wt)):
-            for case, tk in ((0b00, 0), ((0b01, 0b10), 1), (0b11, 2)):
-                with m.Case(*(case if isinstance(case, tuple) else (case,))):
-                    m.d.sync += [lt[k - 1].eq(freed[k - tk]) for k in range(1, n + 1)]
+            if name == "read":
+                fill, fill_id = alloc.fill, alloc.fill_id
+            else:
+                fill, fill_id = alloc.take, pool.alloc_id
+            m.d.comb += [alloc.id.eq(pool.alloc_id), pool.alloc.eq(alloc.take),
+                         pool.free.eq(lookup.valid), pool.free_id.eq(lookup.id)]
+            _table(m, name, n, (fill, fill_id, alloc.entry), lookup, cycles, name == "write")
+            m.d.comb += getattr(places, f"{name}_free").eq(lookup.valid)
         m.d.comb += [
-            # the count of the next cycle below N
-            self.read_reserve.room.eq(Mux(rt & wt, freed[n - 2],
-                                          Mux(rt | wt, freed[n - 1], freed[n]))),
-            # a read reserved in the same cycle counts first
-            self.write_alloc.ok.eq(wpool.alloc_ok & Mux(rt, below(n - 1), below(n))),
-            # devload: the count at least N/4, 3N/4, N (rounded up) adds 1 each
-            self.devload.eq(_level(below, n)),
+            places.read_take.eq(self.read_reserve.take),
+            places.write_take.eq(self.write_alloc.take),
+            self.read_reserve.room.eq(places.room), self.write_alloc.ok.eq(places.ok),
+            self.devload.eq(places.devload),
         ]
         return m
 
 
-def _level(below, n):
-    """devload (:func:`devload_level`) from the flags ``below(k)``: the
-    count is below ``k``."""
-    at_least = [~below(-(-n // 4)), ~below(-(-3 * n // 4)), ~below(n)]
-    return Cat(at_least[0] ^ at_least[1] ^ at_least[2], at_least[1])
-
-
-def devload_level(in_flight, max_outstanding):
-    """``devload`` for ``in_flight`` table entries (contract 4.2, thresholds of
-    this implementation): 0 light below 1/4 full, 1 optimal from 1/4,
-    2 moderate from 3/4, 3 severe when full."""
-    if in_flight >= max_outstanding:
-        return 3
-    if 4 * in_flight >= 3 * max_outstanding:
-        return 2
-    if 4 * in_flight >= max_outstanding:
-        return 1
-    return 0
+def _table(m, name, depth, write, lookup, cycles, later):
+    """The entries of one side: written with ``write`` (enable, address,
+    entry), or a cycle later from registers (``later``); read at
+    ``lookup.id`` into a register for each half of the IDs, of which the
+    cycle after the half of the lookup's ID is chosen (``cycles`` 1), or
+    registered again (2).  An entry can be looked up from the cycle after
+    it is written."""
+    w_en, w_addr, entry = write
+    width = len(Value.cast(entry))
+    halves = 2 if depth > 16 else 1
+    w_data = entry
+    if later:
+        w_en, w_addr = Signal(name=f"{name}_w_en"), Signal.like(w_addr, name=f"{name}_w_addr")
+        w_data = Signal(width, name=f"{name}_w_data")
+        m.d.sync += [w_en.eq(write[0]), w_addr.eq(write[1]), w_data.eq(entry)]
+    row = len(w_addr) - (halves > 1)
+    half = Signal(name=f"{name}_half")
+    m.d.sync += half.eq(lookup.id[row:] if halves > 1 else 0)
+    rows = []
+    for h in range(halves):
+        mem = m.submodules[f"{name}_table{h}"] = Memory(shape=width, depth=depth // halves,
+                                                        init=[])
+        wr, rd = mem.write_port(), mem.read_port(domain="comb")
+        q = Signal(width, name=f"{name}_row{h}")
+        m.d.comb += [wr.en.eq(w_en & (w_addr[row:] == h if halves > 1 else 1)),
+                     wr.addr.eq(w_addr[:row]), wr.data.eq(w_data), rd.addr.eq(lookup.id[:row])]
+        m.d.sync += q.eq(rd.data)
+        rows.append(q)
+    out = Signal(width, name=f"{name}_entry")
+    m.d[("comb", "sync")[cycles - 1]] += out.eq(Mux(half, rows[-1], rows[0]))
+    m.d.comb += lookup.entry.eq(out)

@@ -2,14 +2,17 @@
 queues each read's AR beat (its ID came with it); queues the Cmp
 completions of MemInv and unsupported opcodes; drops MemSpecRd.
 
-The completions' queue is a :class:`.queue.CreditQueue` admitted by credit
-(:mod:`.credit`): a completion is taken only while a registered flag says
-the queue has room, so the stream handed to the NDR arbiter has a
-registered ``valid`` (the queue's ``r_rdy``)."""
+Both queues are :class:`.queue.CreditQueue` admitted by credit
+(:mod:`.credit`): a request is taken only while a registered flag says
+its queue has room.  So the stream handed to the NDR arbiter has a
+registered ``valid`` (the queue's ``r_rdy``), and the AR beat is read
+straight from its queue's memory at a registered address, ``arvalid``
+a register, with no clock enable from the AXI handshake on its wide
+data.  A read is registered before its queue: its AR is offered two
+cycles after it is taken, as the request pipeline's ``AR_LEAD`` counts."""
 
 from amaranth import Cat, Module, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CXL_ADDR_BITS, Mode
@@ -22,6 +25,10 @@ __all__ = ["ReadIssue", "ReadEntryLayout"]
 #: Depth of the completions' queue: covers the completions between its
 #: admission and the NDR arbiter's ready, so that one is taken per cycle.
 CMP_DEPTH = 4
+
+#: Depth of the AR queue: covers the reads from their take to the AR
+#: handshake (the input register, the queue), so that one goes per cycle.
+AR_DEPTH = 3
 
 
 class ReadIssue(wiring.Component):
@@ -42,7 +49,8 @@ class ReadIssue(wiring.Component):
     unsupported : Out(1)
         An unsupported request was answered this cycle.
     reads : Out(4)
-        A read of mode 0..3 was issued this cycle (counters 0..3).
+        A read of mode 0..3 was issued (went into the AR queue) this cycle
+        (counters 0..3).
     """
 
     def __init__(self, params):
@@ -59,28 +67,37 @@ class ReadIssue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         idw = self._params.id_bits
-        arq = m.submodules.ar_queue = SyncFIFOBuffered(width=idw + len(self.ar_addr), depth=3)
+        arq = m.submodules.ar_queue = CreditQueue(idw + len(self.ar_addr), AR_DEPTH)
         cmpq = m.submodules.cmp_queue = CreditQueue(16, CMP_DEPTH)
         head = self.requests.payload
         is_read = head.kind == Kind.READ
         is_cmp = (head.kind == Kind.CMP) | (head.kind == Kind.UNSUPPORTED)
+        ar_taken = self.ar_valid & self.ar_ready
+        ar_room = credit_ready(m, AR_DEPTH, self.requests.valid & is_read, ar_taken)
         take = Signal()
         pop = cmpq.r_rdy & self.completions.ready
         cmp_room = credit_ready(m, CMP_DEPTH, self.requests.valid & is_cmp, pop)
+        # the read's AR beat (and its mode, for the counters), registered
+        # before its queue
+        ar_valid, ar_beat = Signal(), Signal(len(arq.w_data))
+        ar_mode = Signal.like(head.mode)
+        m.d.sync += [ar_valid.eq(take), ar_beat.eq(Cat(head.id, head.addr)),
+                     ar_mode.eq(head.mode)]
         m.d.comb += [
-            take.eq(self.requests.valid & is_read & arq.w_rdy),
-            arq.w_en.eq(take),
-            arq.w_data.eq(Cat(head.id, head.addr)),
+            take.eq(self.requests.valid & is_read & ar_room),
+            arq.w_en.eq(ar_valid), arq.w_data.eq(ar_beat),
             cmpq.w_en.eq(self.requests.valid & is_cmp & cmp_room),
             cmpq.w_data.eq(head.tag),
-            self.requests.ready.eq(take | (is_cmp & cmp_room) | (head.kind == Kind.DROP)),
+            # (taken when valid: what is at the head has its place)
+            self.requests.ready.eq((is_read & ar_room) | (is_cmp & cmp_room)
+                                   | (head.kind == Kind.DROP)),
             self.unsupported.eq(self.requests.valid & (head.kind == Kind.UNSUPPORTED)
                                 & cmp_room),
-            self.reads.eq(Cat(*(take & (head.mode == mode) for mode in Mode))),
+            self.reads.eq(Cat(*(ar_valid & (ar_mode == mode) for mode in Mode))),
             self.ar_valid.eq(arq.r_rdy),
             self.ar_id.eq(arq.r_data[:idw]),
             self.ar_addr.eq(arq.r_data[idw:]),
-            arq.r_en.eq(self.ar_ready),
+            arq.r_en.eq(ar_taken),
             self.completions.valid.eq(cmpq.r_rdy),
             self.completions.payload.eq(cmpq.r_data),
             cmpq.r_en.eq(pop),

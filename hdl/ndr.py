@@ -2,13 +2,22 @@
 finished-write queue, and S2M NDR Cmp round robin over the Req
 completions, the dropped RwD completions and the finished writes.
 
-Each source has its own queue here (:class:`.queue.CreditQueue`), and each
-stream from another block is admitted by credit (:mod:`.credit`): its
-``ready`` is a register, so a handshake with another block is a register
-and a gate on each side.  The round robin chooses a cycle ahead which
-queue NDR shows, from the queues' registered flags (``r_rdy``, ``more``)
-and NDR's ready, and holds it while NDR waits; the tag is read straight
-from the chosen queue's memory through a 3:1 choice by registered selects.
+Each source has its own queue here (:class:`.queue.HeadQueue`, its head a
+register), and each stream from another block is admitted by credit
+(:mod:`.credit`): its ``ready`` is a register and what it hands over is
+registered before it enters the queue, so a handshake with another block
+is a register and a gate on each side.  A round robin moves one head a
+cycle from the queues into the output queue, NDR's own: which queue, and
+whether there is room, decided a cycle ahead from registered flags only
+(the queues' ``r_rdy`` and ``more``, the output queue's fill, counting
+NDR's takes a cycle late), so NDR's ready meets nothing but the output
+queue's read pointer and count.  NDR's ``valid`` is a register and its
+tag is read from the output queue's registers at a registered address.
+
+Stages: a completion is registered (C0), then queued; a B beat is
+registered (B0, its lookup), its entry comes back from the table two
+cycles later and is queued.  From a queue written in cycle t, the head
+moves in cycle t+2 at the earliest and NDR shows it from cycle t+3.
 """
 
 from amaranth import Cat, Module, Mux, Signal
@@ -17,19 +26,23 @@ from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import NDR_CMP
 from .bus import NdrLayout, OKAY
-from .credit import credit_ready
-from .inflight import response_members
-from .queue import CreditQueue, select_copies
+from .credit import credit_ready, ladder
+from .inflight import WRITE_LOOKUP_CYCLES, response_members
+from .queue import HeadQueue, select_copies
 
 __all__ = ["NdrArbiter", "round_robin"]
 
 #: Depth of the finished-write queue: covers the B beats between
-#: ``b_ready`` and NDR, so that one is taken per cycle.
+#: ``b_ready`` and their move, so that one is taken per cycle.
 B_DEPTH = 8
 
 #: Depth of the queue of each completion stream: covers its items between
-#: its ``ready`` and NDR, so that one is taken per cycle.
+#: its ``ready`` and their move, so that one is taken per cycle.
 CMP_DEPTH = 4
+
+#: Places of the output queue: covers a move decided, made and shown
+#: while NDR's takes count a cycle late, so that one is taken per cycle.
+OUT_DEPTH = 3
 
 
 class NdrArbiter(wiring.Component):
@@ -37,7 +50,7 @@ class NdrArbiter(wiring.Component):
 
     ``b_ready``, ``req_cmp.ready`` and ``rwd_cmp.ready`` are registers,
     each high while everything its stream has handed over and not yet
-    answered on NDR fits in its queue.
+    moved to NDR's output queue fits in its queue.
 
     Parameters
     ----------
@@ -46,13 +59,14 @@ class NdrArbiter(wiring.Component):
     Members
     -------
     b_id, b_resp, b_valid, b_ready, lookup, devload, wr_err :
-        :func:`.inflight.response_members` of the B channel (entry: the tag).
+        :func:`.inflight.response_members` of the B channel (entry: the
+        tag, back ``WRITE_LOOKUP_CYCLES`` after the lookup).
     req_cmp, rwd_cmp : In(stream.Signature(16))
         Tags to answer without a memory access (``valid`` meant to come
         from a register of the sending block).
     ndr : Out(stream.Signature(NdrLayout()))
-        ``valid`` is a register; the tag is read from a queue's memory at a
-        registered address through a choice by registered selects.
+        ``valid`` is a register; the tag is read from registers at a
+        registered address.
     """
 
     def __init__(self, params):
@@ -66,78 +80,99 @@ class NdrArbiter(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         queues = [m.submodules.req_queue, m.submodules.rwd_queue, m.submodules.write_done_queue] = [
-            CreditQueue(16, depth) for depth in (CMP_DEPTH, CMP_DEPTH, B_DEPTH)]
+            HeadQueue(16, depth) for depth in (CMP_DEPTH, CMP_DEPTH, B_DEPTH)]
+        moves = [Signal(name=f"move{i}") for i in range(len(queues))]
 
-        # -- the completion streams, admitted by credit into their queues -----------
-        for src, q in zip((self.req_cmp, self.rwd_cmp), queues):
-            ready = credit_ready(m, CMP_DEPTH, src.valid, q.r_en, late_give=True)
-            m.d.comb += [src.ready.eq(ready), q.w_en.eq(src.valid & ready),
-                         q.w_data.eq(src.payload)]
+        # -- the completion streams: C0, then their queues ------------------------------
+        for name, src, q, move in zip(("req", "rwd"), (self.req_cmp, self.rwd_cmp), queues, moves):
+            ready = credit_ready(m, CMP_DEPTH, src.valid, move)
+            c0_valid, c0_tag = Signal(name=f"{name}_c0_valid"), Signal(16, name=f"{name}_c0_tag")
+            m.d.sync += [c0_valid.eq(src.valid & ready), c0_tag.eq(src.payload)]
+            m.d.comb += [src.ready.eq(ready), q.w_en.eq(c0_valid), q.w_data.eq(c0_tag)]
 
-        # -- B: B0 the beat (its lookup), B1 the entry, into the queue --------------
+        # -- B: B0 the beat (its lookup), the entry WRITE_LOOKUP_CYCLES later, queued ---
         doneq = queues[2]
-        ready = credit_ready(m, B_DEPTH, self.b_valid, doneq.r_en, late_give=True)
+        ready = credit_ready(m, B_DEPTH, self.b_valid, moves[2])
         m.d.comb += self.b_ready.eq(ready)
         b0_valid, b0_err = Signal(), Signal()
         b0_id = Signal(self._params.id_bits)
-        b1_valid = Signal()
         m.d.sync += [b0_valid.eq(self.b_valid & ready), b0_id.eq(self.b_id),
-                     b0_err.eq(self.b_resp != OKAY), b1_valid.eq(b0_valid)]
+                     b0_err.eq(self.b_resp != OKAY)]
+        entry_valid = b0_valid
+        for k in range(WRITE_LOOKUP_CYCLES):
+            entry_valid, prev = Signal(name=f"b{k + 1}_valid"), entry_valid
+            m.d.sync += entry_valid.eq(prev)
         m.d.comb += [self.lookup.valid.eq(b0_valid), self.lookup.id.eq(b0_id),
                      self.wr_err.eq(b0_valid & b0_err),
-                     doneq.w_en.eq(b1_valid), doneq.w_data.eq(self.lookup.entry)]
-
-        # -- NDR ----------------------------------------------------------------------
-        # ``show``: one-hot, the queue NDR shows, or while NDR is empty the
-        # last one shown.
-        valid = Signal()
-        show = [Signal(name=f"show{i}", init=int(i == len(queues) - 1))
-                for i in range(len(queues))]
-        valid_next, show_next = round_robin(valid, show, [(q.r_rdy, q.more) for q in queues],
-                                            self.ndr.ready)
-        m.d.sync += [valid.eq(valid_next), *(s.eq(v) for s, v in zip(show, show_next))]
-        take = valid & self.ndr.ready
-        m.d.comb += [q.r_en.eq(take & s) for s, q in zip(show, queues)]
-        # The tag: the queues' heads chosen by two registered selects, each
-        # stored inverted (so synthesis keeps them apart from ``show``).
-        hi, lo = (select_copies(m, bit, 2)[1] for bit in (show_next[2], show_next[1]))
-        heads = [q.r_data for q in queues]
-        tag = Mux(hi, heads[2], Mux(lo, heads[1], heads[0]))
-        m.d.comb += [self.ndr.valid.eq(valid), self.ndr.payload.tag.eq(tag),
-                     self.ndr.payload.opcode.eq(NDR_CMP),
-                     self.ndr.payload.devload.eq(self.devload)]
+                     doneq.w_en.eq(entry_valid), doneq.w_data.eq(self.lookup.entry)]
+        m.d.comb += [q.r_en.eq(move) for q, move in zip(queues, moves)]
+        self._output(m, queues, moves)
         return m
 
+    def _output(self, m, queues, moves):
+        """The round robin into the output queue, and NDR from it."""
+        take = Signal()
+        shown, _ = ladder(m, OUT_DEPTH, Cat(*moves).any(), take, name="shown")
+        # (a move may be decided while the output queue and the move of
+        # this cycle leave a place, NDR's take of this cycle not counted)
+        room = ~(shown(OUT_DEPTH) | (shown(OUT_DEPTH - 1) & Cat(*moves).any()))
+        last = [Signal(name=f"last{i}", init=int(i == len(queues) - 1))
+                for i in range(len(queues))]
+        moves_next, last_next = round_robin(moves, last, [(q.r_rdy, q.more) for q in queues],
+                                            room)
+        m.d.sync += [*(a.eq(b) for a, b in zip(moves + last, moves_next + last_next))]
+        # the output queue: written at its write place from the head moved
+        # (chosen by registered copies of the move), read at its read place
+        wp = Signal(range(OUT_DEPTH), name="out_wp")
+        rp = Signal(range(OUT_DEPTH), name="out_rp")
+        hi, lo = (select_copies(m, bit, 2, name=f"mv{i}")[1]
+                  for i, bit in ((2, moves_next[2]), (1, moves_next[1])))
+        heads = [q.r_data for q in queues]
+        moved = Mux(hi, heads[2], Mux(lo, heads[1], heads[0]))
+        out = [Signal(16, name=f"out{k}", reset_less=True) for k in range(OUT_DEPTH)]
+        with m.If(Cat(*moves).any()):
+            m.d.sync += wp.eq(Mux(wp == OUT_DEPTH - 1, 0, wp + 1))
+            with m.Switch(wp):
+                for k, reg in enumerate(out):
+                    with m.Case(k):
+                        m.d.sync += reg.eq(moved)
+        with m.If(take):
+            m.d.sync += rp.eq(Mux(rp == OUT_DEPTH - 1, 0, rp + 1))
+        valid = shown(1)
+        m.d.comb += [take.eq(valid & self.ndr.ready),
+                     self.ndr.valid.eq(valid), self.ndr.payload.tag.eq(Cat(*out).word_select(rp, 16)),
+                     self.ndr.payload.opcode.eq(NDR_CMP),
+                     self.ndr.payload.devload.eq(self.devload)]
 
-def round_robin(valid, show, queues, ready):
-    """The round robin of an output shown from one of several queues, chosen
-    a cycle ahead: ``valid`` and ``show`` (one-hot: the queue shown, or
-    while the output is empty the last one shown) of the next cycle from
-    this cycle's and the output's ``ready``; ``queues`` are each queue's
-    ``(r_rdy, more)`` (registers).  It chooses from what is in the queues
-    now (an item written this cycle waits a cycle more); while the output
-    waits it holds its choice.  The queues after the one shown come first,
-    in order, and that one last, so none is starved.
 
-    Each queue's "an item stays for next cycle" is a table of five inputs
-    (the output's ``valid`` and ``ready``, the queue's ``show``, ``r_rdy``
-    and ``more``); the next state is a function of those and ``show``."""
+def round_robin(moves, last, queues, room):
+    """The round robin of moves out of several queues, decided a cycle
+    ahead: ``moves`` (one-hot or none: the queue whose head moves this
+    cycle) and ``last`` (one-hot: the queue that moved last) of the next
+    cycle, from this cycle's, each queue's ``(r_rdy, more)`` (registers)
+    and ``room`` (a move may be decided).  It moves what is in the queues
+    now (an item written this cycle waits a cycle more).  The queues after
+    the last one moved come first, in order, and that one last, so none is
+    starved; that one may move again only while no other has an item."""
     n = len(queues)
-    take, hold = valid & ready, valid & ~ready
-    stays = [Mux(take & s, more, rdy) for s, (rdy, more) in zip(show, queues)]
-    show_next = []
+    rdy = [r for r, _ in queues]
+    moving = Cat(*moves).any()
+    # the last one moved has an item left after this cycle's move
+    left = [Mux(moving, more, r) for r, more in queues]
+    moves_next, last_next = [], []
     for j in range(n):
-        # j is chosen when it is the first with an item in the order after
-        # the one shown: for the one shown c, ahead of j are c+1 .. j-1
-        terms = []
+        move_terms, last_terms = [], []
         for c in range(n):
-            ahead = [(c + k) % n for k in range(1, n + 1)]
-            before = ahead[:ahead.index(j)]
+            ahead = [(c + k) % n for k in range(1, n)]
             if c == j:
-                # the one shown stays chosen unless another has an item
-                term = ~Cat(*(stays[i] for i in before)).any() if before else 1
+                others = ~Cat(*(rdy[i] for i in ahead)).any()
+                move_terms.append(last[c] & others & left[j])
+                last_terms.append(last[c] & (~room | others))
             else:
-                term = stays[j] & (~Cat(*(stays[i] for i in before)).any() if before else 1)
-            terms.append(show[c] & term)
-        show_next.append(Mux(hold, show[j], Cat(*terms).any()))
-    return hold | Cat(*stays).any(), show_next
+                before = ahead[:ahead.index(j)]
+                first = rdy[j] & ~Cat(*(rdy[i] for i in before)).any()
+                move_terms.append(last[c] & first)
+                last_terms.append(last[c] & room & first)
+        moves_next.append(room & Cat(*move_terms).any())
+        last_next.append(Cat(*last_terms).any())
+    return moves_next, last_next

@@ -1,7 +1,7 @@
 """Fast checks of the top's pieces: register map against contract 4.4, generated
-docs up to date, driver validation, the ID free list, the credit-admitted queue
-and its compares (Amaranth simulator).  The gate phase and mask logic is
-tested in test_phase.py."""
+docs up to date, driver validation, the credit-admitted queues and their
+compares (Amaranth simulator).  The gate phase and mask logic is tested in
+test_phase.py."""
 
 import asyncio
 import collections
@@ -13,8 +13,7 @@ from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.host.driver import BusError, CfgError, Driver
 from neuron_fabric.hdl.credit import below
-from neuron_fabric.hdl.inflight import IdPool, InFlightTable
-from neuron_fabric.hdl.queue import CreditQueue
+from neuron_fabric.hdl.queue import CreditQueue, HeadQueue
 from neuron_fabric.host.facts import Format, GateKind, Mode
 from neuron_fabric.host.facts import TopParams
 from neuron_fabric.host.regmap import RegisterMap, markdown
@@ -136,47 +135,15 @@ def test_devload_thresholds():
     assert [devload_level(c, 32) for c in (0, 7, 8, 23, 24, 31, 32)] == [0, 0, 1, 1, 2, 2, 3]
 
 
-# -- ID free list (Amaranth simulator) ------------------------------------------------
-
-def test_id_pool_hands_out_each_id_once():
-    dut = IdPool(size=6, id_bits=3)
-    rng = random.Random(3)
-
-    async def bench(ctx):
-        held = set()
-        for _ in range(400):
-            take = rng.random() < 0.5 and ctx.get(dut.alloc_ok)
-            give = bool(held) and rng.random() < 0.5
-            if take:
-                got = ctx.get(dut.alloc_id)
-                assert got not in held and 0 <= got < 6
-            if give:
-                back = rng.choice(sorted(held))
-                ctx.set(dut.free_id, back)
-            ctx.set(dut.alloc, take)
-            ctx.set(dut.free, bool(give))
-            await ctx.tick()
-            if take:
-                held.add(got)
-            if give:
-                held.discard(back)
-            ctx.set(dut.alloc, 0)
-            ctx.set(dut.free, 0)
-            await ctx.delay(1e-9)
-            if len(held) < 6 and not ctx.get(dut.alloc_ok):
-                await ctx.tick()        # an ID given back is visible one cycle later
-                assert ctx.get(dut.alloc_ok)
-
-    run_testbenches(dut, bench)
-
-
-@pytest.mark.parametrize("depth, slices", [(8, 1), (13, 4), (16, 3)])
+@pytest.mark.parametrize("depth, slices", [(8, 1), (13, 4), (16, 3), (1, None), (2, None),
+                                           (4, None), (8, None)])
 def test_credit_queue_follows_a_fifo(depth, slices):
     """Random writes (never more than ``depth`` items in) and reads (only
     while ``r_rdy``), in spells of mostly writes and mostly reads: ``r_rdy``,
     ``more`` and the head follow a model FIFO, and ``rdy_next`` and
-    ``more_next`` are the next cycle's."""
-    dut = CreditQueue(24, depth, slices=slices)
+    ``more_next`` are the next cycle's.  ``slices`` None: the queue with
+    its head in a register (:class:`HeadQueue`)."""
+    dut = CreditQueue(24, depth, slices=slices) if slices else HeadQueue(24, depth)
     rng = random.Random(depth)
 
     async def bench(ctx):
@@ -215,52 +182,6 @@ def test_below_compares_with_a_constant():
             assert [ctx.get(o) for o in outs] == [int(v < k) for k in ks], v
 
     run_testbenches(m, bench, clock=False)
-
-
-@pytest.mark.parametrize("n", [4, 32])
-def test_in_flight_table_room_and_devload_follow_the_count(n):
-    """Random reads (reserved while there is room, their ID taken in the same
-    cycle) and writes (taken while ``ok``), each looked up later: the count
-    never passes N, ``room``, ``ok`` and ``devload`` follow it from the
-    first cycle after reset on, and no ID is handed out twice."""
-    dut = InFlightTable(TopParams(max_outstanding=n), read_entry=8, write_entry=8)
-    rng = random.Random(n)
-
-    async def bench(ctx):
-        flight = {"read": set(), "write": set()}
-        count, room, freeing = 0, 0, 0
-        await ctx.tick()                # the flags come out of reset a cycle late
-        for _ in range(1500):
-            assert ctx.get(dut.devload) == devload_level(count, n)
-            read = bool(room) and rng.random() < 0.6
-            ctx.set(dut.read_reserve.take, read), ctx.set(dut.read_alloc.take, read)
-            ok = ctx.get(dut.write_alloc.ok)
-            assert ok == (count + read < n), (count, read)
-            write = bool(ok) and rng.random() < 0.6
-            ctx.set(dut.write_alloc.take, write)
-            taken = {"read": read and ctx.get(dut.read_alloc.id),
-                     "write": write and ctx.get(dut.write_alloc.id)}
-            looked = 0
-            for side, lookup in (("read", dut.read_lookup), ("write", dut.write_lookup)):
-                give = flight[side] and rng.random() < 0.45
-                if give:
-                    ctx.set(lookup.id, rng.choice(sorted(flight[side])))
-                ctx.set(lookup.valid, bool(give))
-                if give:
-                    flight[side].discard(ctx.get(lookup.id))
-                    looked += 1
-            change = read + write - freeing
-            room = ctx.get(dut.read_reserve.room)
-            assert room == (count + change < n), (count, change)
-            for side in ("read", "write"):
-                if (read, write)[side == "write"]:
-                    assert taken[side] not in flight[side]
-                    flight[side].add(taken[side])
-            await ctx.tick()
-            count, freeing = count + change, looked
-            assert 0 <= count <= n
-
-    run_testbenches(dut, bench)
 
 
 def test_register_map_region_lookup():
