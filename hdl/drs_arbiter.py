@@ -30,6 +30,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .queue import CreditQueue
+from .unary import flag, unary_count
 
 __all__ = ["DrsArbiter", "enabled_copies", "GROUPS"]
 
@@ -65,32 +66,15 @@ def _kept(name):
     return Signal(name=name, attrs={"keep": 1})
 
 
-def _flag(up, down, below, here, above):
-    """A unary count's flag "at least k" of the next cycle, from the flags at
-    k - 1, k and k + 1, when the count goes ``up`` and/or ``down`` by one.
-    (Written as gates, not as a choice that keeps ``here``, which synthesis
-    would make a clock enable of the events.)"""
-    return (up & ~down & below) | (down & ~up & above) | (~(up ^ down) & here)
-
-
 def _rest(m, name, write, pick, depth):
     """Whether the rest (lines besides the one shown) of a queue of ``depth``
     is at least 1 (a register).  It rises by ``write`` and falls by ``pick``."""
     some, picked = Signal(name=f"{name}_rest"), Signal(name=f"{name}_picked")
-    # lag[k - 1]: the rest plus the pick of the cycle before is at least k
-    lag = Signal(depth, name=f"{name}_lag")
-
-    def lagged(k):
-        return Const(int(k <= 0)) if k <= 0 or k > depth else lag[k - 1]
-
+    # the rest plus the pick of the cycle before
+    lagged, _ = unary_count(m, f"{name}_lag", write, picked, depth)
     two = _kept(f"{name}_two")      # the rest is at least 2
     m.d.comb += two.eq(Mux(picked, lagged(3), lagged(2)))
-    m.d.sync += [
-        some.eq(_flag(write, pick, Const(1), some, two)),
-        picked.eq(pick),
-        *(lag[k - 1].eq(_flag(write, picked, lagged(k - 1), lagged(k), lagged(k + 1)))
-          for k in range(1, depth + 1)),
-    ]
+    m.d.sync += [some.eq(flag(write, pick, Const(1), some, two)), picked.eq(pick)]
     return some
 
 
