@@ -39,7 +39,7 @@ from .request import ReadCfgLayout, ReadEntryLayout
 __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
 
 #: Memories each of the two queues is cut into (each with its own addresses).
-QUEUE_SLICES = 24
+QUEUE_SLICES = 8
 
 #: Groups of slices, each with its own copies of the queues' controls.
 QUEUE_GROUPS = 4
