@@ -98,13 +98,35 @@ class ReadPath(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        depth = self.depth
-        drs = m.submodules.drs = DrsArbiter(_BypassLayout(p).size, depth, slices=QUEUE_SLICES,
-                                            groups=QUEUE_GROUPS)
+        drs = m.submodules.drs = DrsArbiter(_BypassLayout(p).size, self.depth,
+                                            slices=QUEUE_SLICES, groups=QUEUE_GROUPS)
         drs_take = self.drs.valid & self.drs.ready
-        m.d.comb += self.r_ready.eq(credit_ready(m, depth, self.r_valid, drs_take,
+        m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, drs_take,
                                                  late_give=True))
+        core_in, r2_bypass, r2_err = self._routes(m)
+        # the core's line and the bypass line, each registered once more in
+        # the arbiter
+        line = data.View(_BypassLayout(p), drs.data)
+        m.d.comb += [
+            self.from_core.ready.eq(1),
+            drs.core_valid.eq(self.from_core.valid),
+            drs.core_data.eq(Cat(self.from_core.payload.data, self.from_core.payload.tag,
+                                 Const(0, 1))),
+            drs.bypass_valid.eq(r2_bypass),
+            drs.bypass_data.eq(Cat(core_in.data, core_in.tag, r2_err)),
+            self.drs.valid.eq(drs.valid), drs.ready.eq(self.drs.ready),
+            self.drs.payload.data.eq(line.data), self.drs.payload.tag.eq(line.tag),
+            self.drs.payload.poison.eq(line.poison),
+            self.drs.payload.opcode.eq(DRS_MEMDATA),
+            self.drs.payload.devload.eq(self.devload),
+        ]
+        return m
 
+    def _routes(self, m):
+        """R0 (the beat; the lookup), R1 (the entry), R2 (the core's input and
+        the bypass line).  Returns R2's line, whether it takes the bypass
+        route, and whether the memory answered with an error."""
+        p = self._params
         r0_valid, r0_err = Signal(), Signal()
         r0_id = Signal(p.id_bits)
         r0_data = Signal(p.line_bits, reset_less=True)
@@ -119,28 +141,11 @@ class ReadPath(wiring.Component):
         entry = self.lookup.entry
         bypass = (entry.cfg.mode == Mode.BYPASS) | r1_err
 
-        # R2: the core's input, every field a register; the bypass line
         core_in = Signal(CoreInLayout(p), reset_less=True)
         r2_core, r2_bypass = Signal(), Signal()
         r2_err = Signal(reset_less=True)
         m.d.sync += [r2_core.eq(r1_valid & ~bypass), r2_bypass.eq(r1_valid & bypass),
                      core_in.data.eq(r1_data), core_in.tag.eq(entry.tag),
                      core_in.cfg.eq(entry.cfg), core_in.mask.eq(entry.mask), r2_err.eq(r1_err)]
-        m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in),
-                     self.from_core.ready.eq(1)]
-        # the core's line and the bypass line, each registered once more in
-        # the arbiter
-        line = data.View(_BypassLayout(p), drs.data)
-        m.d.comb += [
-            drs.core_valid.eq(self.from_core.valid),
-            drs.core_data.eq(Cat(self.from_core.payload.data, self.from_core.payload.tag,
-                                 Const(0, 1))),
-            drs.bypass_valid.eq(r2_bypass),
-            drs.bypass_data.eq(Cat(core_in.data, core_in.tag, r2_err)),
-            self.drs.valid.eq(drs.valid), drs.ready.eq(self.drs.ready),
-            self.drs.payload.data.eq(line.data), self.drs.payload.tag.eq(line.tag),
-            self.drs.payload.poison.eq(line.poison),
-            self.drs.payload.opcode.eq(DRS_MEMDATA),
-            self.drs.payload.devload.eq(self.devload),
-        ]
-        return m
+        m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in)]
+        return core_in, r2_bypass, r2_err

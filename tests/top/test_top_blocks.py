@@ -3,7 +3,7 @@ oracle: the bus signatures, the counter and its resolve pipeline (a Python integ
 request pipeline (the golden model's gate pattern and the region rule of
 contract 4.3 written out in Python), the control registers (the register map),
 and the NDR arbiter (every tag once, in the right place); the read and
-write paths are in test_paths.py."""
+write paths are in test_read_path.py and test_write_path.py."""
 
 import random
 
