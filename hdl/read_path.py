@@ -65,6 +65,9 @@ class ReadPath(wiring.Component):
     Parameters
     ----------
     params : TopParams
+    lookup_cycles : int
+        Cycles from a lookup to its entry (the in-flight table's; 1 or 2):
+        the beat waits as long beside the lookup (R1).
 
     Members
     -------
@@ -77,8 +80,10 @@ class ReadPath(wiring.Component):
     drs : Out(stream.Signature(DrsLayout(line_bits)))
     """
 
-    def __init__(self, params):
-        self._params = params
+    def __init__(self, params, *, lookup_cycles=1):
+        if lookup_cycles not in (1, 2):
+            raise ValueError(f"lookup_cycles must be 1 or 2, not {lookup_cycles!r}")
+        self._params, self._lookup_cycles = params, lookup_cycles
         super().__init__({
             **response_members(params, "r", ReadEntryLayout(params), "rd_err",
                                data_bits=params.line_bits),
@@ -92,8 +97,8 @@ class ReadPath(wiring.Component):
         """Beats between ``r_ready`` and DRS: the credit window, as small as
         keeps a beat a cycle with DRS ready (the core's STAGES, the eight
         cycles of the registers around it, of the queue and of the credit
-        seeing a line leave a cycle late)."""
-        return self._params.stages + 8
+        seeing a line leave a cycle late; one more for a lookup of two)."""
+        return self._params.stages + 7 + self._lookup_cycles
 
     def elaborate(self, platform):
         m = Module()
@@ -123,8 +128,8 @@ class ReadPath(wiring.Component):
         return m
 
     def _routes(self, m):
-        """R0 (the beat; the lookup), R1 (the entry), R2 (the core's input and
-        the bypass line).  Returns R2's line, whether it takes the bypass
+        """R0 (the beat; the lookup), R1 (the entry, ``lookup_cycles`` later),
+        R2 (the core's input and the bypass line).  Returns R2's line, whether it takes the bypass
         route, and whether the memory answered with an error."""
         p = self._params
         r0_valid, r0_err = Signal(), Signal()
@@ -135,9 +140,12 @@ class ReadPath(wiring.Component):
         m.d.comb += [self.lookup.valid.eq(r0_valid), self.lookup.id.eq(r0_id),
                      self.rd_err.eq(r0_valid & r0_err)]
 
-        r1_valid, r1_err = Signal(), Signal()
-        r1_data = Signal(p.line_bits, reset_less=True)
-        m.d.sync += [r1_valid.eq(r0_valid), r1_err.eq(r0_err), r1_data.eq(r0_data)]
+        r1_valid, r1_err, r1_data = r0_valid, r0_err, r0_data
+        for k in range(self._lookup_cycles):
+            valid, err = Signal(name=f"r1_valid{k}"), Signal(name=f"r1_err{k}")
+            line = Signal(p.line_bits, reset_less=True, name=f"r1_data{k}")
+            m.d.sync += [valid.eq(r1_valid), err.eq(r1_err), line.eq(r1_data)]
+            r1_valid, r1_err, r1_data = valid, err, line
         entry = self.lookup.entry
         bypass = (entry.cfg.mode == Mode.BYPASS) | r1_err
 

@@ -44,8 +44,9 @@ __all__ = ["WritePath"]
 #: between admission and the ID, so that one is accepted per cycle.
 QUEUE_DEPTH = 8
 
-#: Writes with an ID whose AW or W has not yet left.
-ISSUE_DEPTH = 2
+#: Writes with an ID whose AW or W has not yet left (one more than the
+#: room to take an ID sees, which is a cycle old).
+ISSUE_DEPTH = 3
 
 #: Depth of the dropped writes' completion queue (admitted by credit).
 CMP_DEPTH = 2
@@ -213,5 +214,6 @@ class WritePath(wiring.Component):
             self.w_valid.eq(counts[1][0](1)),
             self.w_data.eq(beat.data), self.w_strb.eq(beat.strb),
         ]
-        # an ID only while both counts are below ISSUE_DEPTH
-        m.d.comb += self._room.eq(~counts[0][0](ISSUE_DEPTH) & ~counts[1][0](ISSUE_DEPTH))
+        # an ID only while both counts were below ISSUE_DEPTH - 1 a cycle
+        # before (so they are below ISSUE_DEPTH now): a register
+        m.d.sync += self._room.eq(~counts[0][0](ISSUE_DEPTH - 1) & ~counts[1][0](ISSUE_DEPTH - 1))

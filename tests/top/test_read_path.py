@@ -81,14 +81,15 @@ def test_drs_round_robin_follows_the_policy(depth, slices, groups):
     run_testbenches(dut, bench)
 
 
-def _read_path_bench(p, beats, *, drs_ready, gap):
+def _read_path_bench(p, beats, *, drs_ready, gap, lookup_cycles=1):
     """Run ``beats`` (``(tag, entry bits, data, error)``) through a
     :class:`ReadPath` whose core the bench plays (exactly STAGES cycles,
     each line's data XOR its tag), under ``drs_ready`` (a function of the
     cycle), a beat offered every ``gap`` cycles at most.  Returns the DRS
     responses ``(cycle, tag, data, poison)``, the R beats' accept cycles,
-    and the lines the core took ``(tag, entry bits, data)``."""
-    dut = ReadPath(p)
+    and the lines the core took ``(tag, entry bits, data)``.  The bench's
+    table answers a lookup ``lookup_cycles`` later."""
+    dut = ReadPath(p, lookup_cycles=lookup_cycles)
     mask = (1 << p.line_bits) - 1
     table, accepted, drs, into_core = {}, {}, [], []
 
@@ -111,10 +112,13 @@ def _read_path_bench(p, beats, *, drs_ready, gap):
 
     async def lookup_and_core(ctx):
         line = []   # the core's pipeline: (valid, tag, data) per stage
+        looked = [None] * (lookup_cycles - 1)
         async for _, _, valid, ident, c_valid, c_line in ctx.tick().sample(
                 dut.lookup.valid, dut.lookup.id, dut.to_core.valid, dut.to_core.payload):
-            if valid:
-                ctx.set(dut.lookup.entry.as_value(), table[ident])
+            looked.append(table[ident] if valid else None)
+            entry = looked.pop(0)
+            if entry is not None:
+                ctx.set(dut.lookup.entry.as_value(), entry)
             if c_valid:
                 into_core.append((c_line.tag, c_line.as_value().value >> p.line_bits,
                                   c_line.data))
@@ -153,8 +157,8 @@ def _entry(p, rng, tag, mode):
     return tag | cfg << 16 | rng.getrandbits(p.lanes) << (16 + cfg_bits)
 
 
-@pytest.mark.parametrize("profile", ["full", "paper"])
-def test_read_path_answers_every_beat_once(profile):
+@pytest.mark.parametrize("profile, lookup_cycles", [("full", 1), ("paper", 1), ("full", 2)])
+def test_read_path_answers_every_beat_once(profile, lookup_cycles):
     """Random modes, read errors and DRS backpressure: each beat is answered
     once with its tag; an error or a BYPASS read carries the memory's line
     (poison = the error) and never enters the core; every other read enters
@@ -166,7 +170,8 @@ def test_read_path_answers_every_beat_once(profile):
     beats = [(tag, _entry(p, rng, tag, rng.choice(list(Mode))), rng.getrandbits(64),
               rng.random() < 0.15) for tag in range(300)]
     drs, _, into_core = _read_path_bench(
-        p, beats, drs_ready=lambda c: rng.random() < (0.3 if (c // 100) % 2 else 0.95), gap=1)
+        p, beats, drs_ready=lambda c: rng.random() < (0.3 if (c // 100) % 2 else 0.95), gap=1,
+        lookup_cycles=lookup_cycles)
     mask = (1 << 64) - 1
     core = [b for b in beats if not b[3] and b[1] >> 16 & 0b11 != Mode.BYPASS]
     assert sorted(into_core) == sorted((t, e, d) for t, e, d, _ in core)
@@ -194,15 +199,16 @@ def test_read_path_core_takes_exactly_stages_more():
         assert latency[tag] - latency[0] == p.stages
 
 
-@pytest.mark.parametrize("stages", [1, 5, 8])
-def test_read_path_takes_a_beat_every_cycle(stages):
+@pytest.mark.parametrize("stages, lookup_cycles", [(1, 1), (5, 1), (8, 1), (5, 2)])
+def test_read_path_takes_a_beat_every_cycle(stages, lookup_cycles):
     """With DRS always ready the credit never stops the R channel: a beat
     offered in every cycle is taken in every cycle, core and bypass alike."""
     p = TopParams(line_bits=64, workers=4, stages=stages, regions=2, max_outstanding=4)
     rng = random.Random(stages)
     beats = [(tag, _entry(p, rng, tag, rng.choice(list(Mode))), rng.getrandbits(64), False)
              for tag in range(120)]
-    drs, accepted, _ = _read_path_bench(p, beats, drs_ready=lambda c: True, gap=1)
+    drs, accepted, _ = _read_path_bench(p, beats, drs_ready=lambda c: True, gap=1,
+                                        lookup_cycles=lookup_cycles)
     first = accepted[0]
     assert [accepted[t] - first for t in range(len(beats))] == list(range(len(beats)))
     assert len(drs) == len(beats)
