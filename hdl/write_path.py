@@ -158,8 +158,8 @@ class WritePath(wiring.Component):
         (while fewer than ISSUE_DEPTH writes wait to send their AW and W) or
         is dropped into the completion queue.  Returns ``take``."""
         shape = layout["head"].shape
-        # a slot's ``good`` and ``poison`` are loaded with the load itself:
-        # ``take`` is the current slot's good bit, a register, and ``room``
+        # a slot's class flags are loaded with the load itself, so ``take``
+        # is the current slot's good flag, ``room`` (a register) and ``ok``
         held = [Signal(name=f"held{k}") for k in range(2)]
         slots = [Signal(_SlotLayout(), reset_less=True, name=f"slot{k}") for k in range(2)]
         cur, nxt = Signal(name="cur"), Signal(name="nxt")  # the current slot, the next loaded
