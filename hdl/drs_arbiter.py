@@ -34,27 +34,31 @@ from .unary import flag, unary_count
 
 __all__ = ["DrsArbiter", "enabled_copies", "GROUPS"]
 
-#: Most groups of slices: the kinds of copy synthesis keeps apart.
+#: Most groups of slices: the kinds of copy that read 0 from reset on.
 GROUPS = 4
 
+#: The kinds of copy synthesis keeps apart (equal flip-flops are merged):
+#: (stored inverted, without a reset, initial value of the flip-flop).  The
+#: first GROUPS read 0 after reset, or from the start, until they load a 1;
+#: the last two may read 1 until their first load.
+_KINDS = [(0, False, 0), (1, False, 1), (0, True, 0), (1, True, 1), (0, True, 1), (1, True, 0)]
 
-def enabled_copies(m, value, enable, n):
-    """Up to four registered copies of the 1-bit ``value``, each loaded while
-    ``enable`` is high, that synthesis keeps apart (equal flip-flops are
-    merged): stored as it is or inverted, with a reset or without one.
-    Each reads 0 after reset (or from the start) while ``value`` was low in
-    the cycles ``enable`` was high; the loads are clock enables, so a
-    ``value`` and an ``enable`` that are each one small function of
-    registers reach the copies directly.
+
+def enabled_copies(m, value, enable, kinds):
+    """Registered copies of the 1-bit ``value``, each loaded while ``enable``
+    is high, one of each kind in ``kinds`` (indices into :data:`_KINDS`:
+    0 .. 3 for copies that must read 0 until ``value`` is loaded high, 4
+    and 5 for selects of data that matters only while a registered
+    ``valid`` says so).  The loads are clock enables, so a ``value`` and an
+    ``enable`` that are each one small function of registers reach the
+    copies directly.
 
     Returns the registered values (inverted back where stored inverted).
     """
-    if not 1 <= n <= GROUPS:
-        raise ValueError(f"n must be in 1..{GROUPS}, not {n!r}")
     copies = []
-    for k in range(n):
-        inverted, reset_less = k & 1, bool(k >> 1)
-        reg = Signal(name=f"copy{k}", init=inverted, reset_less=reset_less)
+    for k in kinds:
+        inverted, reset_less, init = _KINDS[k]
+        reg = Signal(name=f"copy{k}", init=init, reset_less=reset_less)
         with m.If(enable):
             m.d.sync += reg.eq(~value if inverted else value)
         copies.append(~reg if inverted else reg)
@@ -123,7 +127,7 @@ class DrsArbiter(wiring.Component):
                                   ("bypass", self.bypass_valid, self.bypass_data)):
             line = Signal(self._width, name=f"{name}_line", reset_less=True)
             m.d.sync += line.eq(data)
-            writes.append(enabled_copies(m, valid, Const(1), self._groups))
+            writes.append(enabled_copies(m, valid, Const(1), range(self._groups)))
             lines.append(line)
 
         valid, last_core = self.valid, Signal()
@@ -139,12 +143,17 @@ class DrsArbiter(wiring.Component):
         with m.If(~hold & (rest[0] | rest[1])):
             m.d.sync += last_core.eq(pick_core)
         m.d.sync += valid.eq(hold | rest[0] | rest[1])
-        # which queue DRS shows, in copies (each high only while DRS is valid)
-        shows = [enabled_copies(m, pick, ~hold, self._groups) for pick in (pick_core, pick_bypass)]
-        self._slices_of(m, writes, lines, shows)
+        # which queue DRS shows, in copies: one a group for each queue's read
+        # enables (each high only while DRS is valid), and four more that
+        # choose the line (the bypass queue's inverted)
+        shows = [enabled_copies(m, pick, ~hold, range(self._groups))
+                 for pick in (pick_core, pick_bypass)]
+        selects = [*enabled_copies(m, pick_core, ~hold, (4, 5)),
+                   *(~c for c in enabled_copies(m, pick_bypass, ~hold, (4, 5)))]
+        self._slices_of(m, writes, lines, shows, selects)
         return m
 
-    def _slices_of(self, m, writes, lines, shows):
+    def _slices_of(self, m, writes, lines, shows, selects):
         """Each slice of the line in its own queue of each kind, read when
         DRS takes the line from it; DRS's slice from the queue shown."""
         n = self._slices
@@ -156,5 +165,5 @@ class DrsArbiter(wiring.Component):
             for q, write, line, show in zip(queues, writes, lines, shows):
                 m.d.comb += [q.w_en.eq(write[group]), q.w_data.eq(line[lo:hi]),
                              q.r_en.eq(self.ready & show[group])]
-            m.d.comb += self.data[lo:hi].eq(Mux(shows[0][group], queues[0].r_data,
-                                                queues[1].r_data))
+            select = selects[k * len(selects) // n]
+            m.d.comb += self.data[lo:hi].eq(Mux(select, queues[0].r_data, queues[1].r_data))
