@@ -4,32 +4,36 @@ bypass route -> DRS arbiter -> S2M DRS.
 Stages::
 
     R0  the R beat (registered without a clock enable); the entry's lookup
-    R1  the entry: BYPASS reads and read errors go to the bypass queue,
-        the others into the core with the entry's configuration and mask
-    core output -> core queue
+    R1  the entry (the table's registered read port): BYPASS reads and read
+        errors take the bypass route, the others the core
+    R2  the core's input, every field a register (so the route to the
+        core, however far, is a hop from flip-flop to flip-flop), and the
+        bypass line
+    core (STAGES), then the core's line into the DRS arbiter's register;
+    the bypass line into the arbiter's register at R3
     DRS: round robin between the core queue and the bypass queue
+        (:class:`.drs_arbiter.DrsArbiter`)
+
+Each route has one register between R2 and its queue (the core's after
+the core), so a low-bit read takes exactly STAGES cycles more than a
+BYPASS read (contract 4.3); both take two cycles more than with the core
+fed from R1 and written into its queue straight from its output.
 
 ``r_ready`` is a register, high while every beat accepted and not yet sent
 on DRS fits in either queue; so the core's output is never refused (the
 core runs with ``out_ready`` high and never stalls) and no clock enable
-sits on the wide registers before the queues.  The queues are
-:class:`.queue.CreditQueue`: written every cycle at a registered address,
-read at a registered address straight from their memories.  The round
-robin chooses a cycle ahead which queue DRS shows, and holds it while DRS
-waits; each slice of the DRS data is chosen by its own copy of that
-register (:func:`.queue.select_copies`), so the wide data sees only
-registered addresses and selects.
+sits on the wide registers before the queues.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import DRS_MEMDATA, Mode
 from .bus import DrsLayout, OKAY
 from .credit import credit_ready
+from .drs_arbiter import DrsArbiter
 from .inflight import response_members
-from .queue import CreditQueue, select_copies
 from .request import ReadCfgLayout, ReadEntryLayout
 
 __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
@@ -37,8 +41,8 @@ __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
 #: Memories each of the two queues is cut into (each with its own addresses).
 QUEUE_SLICES = 8
 
-#: Copies of the register that chooses DRS's queue, each for a slice of DRS.
-SELECT_COPIES = 4
+#: Groups of slices, each with its own copies of the queues' controls.
+QUEUE_GROUPS = 4
 
 
 def CoreInLayout(params):
@@ -61,6 +65,9 @@ class ReadPath(wiring.Component):
     Parameters
     ----------
     params : TopParams
+    lookup_cycles : int
+        Cycles from a lookup to its entry (the in-flight table's; 1 or 2):
+        the beat waits as long beside the lookup (R1).
 
     Members
     -------
@@ -73,8 +80,10 @@ class ReadPath(wiring.Component):
     drs : Out(stream.Signature(DrsLayout(line_bits)))
     """
 
-    def __init__(self, params):
-        self._params = params
+    def __init__(self, params, *, lookup_cycles=1):
+        if lookup_cycles not in (1, 2):
+            raise ValueError(f"lookup_cycles must be 1 or 2, not {lookup_cycles!r}")
+        self._params, self._lookup_cycles = params, lookup_cycles
         super().__init__({
             **response_members(params, "r", ReadEntryLayout(params), "rd_err",
                                data_bits=params.line_bits),
@@ -85,21 +94,44 @@ class ReadPath(wiring.Component):
 
     @property
     def depth(self):
-        """Beats between ``r_ready`` and DRS: the core's STAGES, the
-        registers around it, and one round trip of the credit."""
-        return self._params.stages + 8
+        """Beats between ``r_ready`` and DRS: the credit window, as small as
+        keeps a beat a cycle with DRS ready (the core's STAGES, the eight
+        cycles of the registers around it, of the queue and of the credit
+        seeing a line leave a cycle late; one more for a lookup of two)."""
+        return self._params.stages + 7 + self._lookup_cycles
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        depth = self.depth
-        coreq = m.submodules.core_queue = CreditQueue(CoreOutLayout(p).size, depth,
-                                                      slices=QUEUE_SLICES)
-        bypq = m.submodules.bypass_queue = CreditQueue(_BypassLayout(p).size, depth,
-                                                       slices=QUEUE_SLICES)
+        drs = m.submodules.drs = DrsArbiter(_BypassLayout(p).size, self.depth,
+                                            slices=QUEUE_SLICES, groups=QUEUE_GROUPS)
         drs_take = self.drs.valid & self.drs.ready
-        m.d.comb += self.r_ready.eq(credit_ready(m, depth, self.r_valid, drs_take))
+        m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, drs_take,
+                                                 late_give=True))
+        core_in, r2_bypass, r2_err = self._routes(m)
+        # the core's line and the bypass line, each registered once more in
+        # the arbiter
+        line = data.View(_BypassLayout(p), drs.data)
+        m.d.comb += [
+            self.from_core.ready.eq(1),
+            drs.core_valid.eq(self.from_core.valid),
+            drs.core_data.eq(Cat(self.from_core.payload.data, self.from_core.payload.tag,
+                                 Const(0, 1))),
+            drs.bypass_valid.eq(r2_bypass),
+            drs.bypass_data.eq(Cat(core_in.data, core_in.tag, r2_err)),
+            self.drs.valid.eq(drs.valid), drs.ready.eq(self.drs.ready),
+            self.drs.payload.data.eq(line.data), self.drs.payload.tag.eq(line.tag),
+            self.drs.payload.poison.eq(line.poison),
+            self.drs.payload.opcode.eq(DRS_MEMDATA),
+            self.drs.payload.devload.eq(self.devload),
+        ]
+        return m
 
+    def _routes(self, m):
+        """R0 (the beat; the lookup), R1 (the entry, ``lookup_cycles`` later),
+        R2 (the core's input and the bypass line).  Returns R2's line, whether it takes the bypass
+        route, and whether the memory answered with an error."""
+        p = self._params
         r0_valid, r0_err = Signal(), Signal()
         r0_id = Signal(p.id_bits)
         r0_data = Signal(p.line_bits, reset_less=True)
@@ -108,65 +140,20 @@ class ReadPath(wiring.Component):
         m.d.comb += [self.lookup.valid.eq(r0_valid), self.lookup.id.eq(r0_id),
                      self.rd_err.eq(r0_valid & r0_err)]
 
-        r1_valid, r1_err = Signal(), Signal()
-        r1_data = Signal(p.line_bits, reset_less=True)
-        m.d.sync += [r1_valid.eq(r0_valid), r1_err.eq(r0_err), r1_data.eq(r0_data)]
+        r1_valid, r1_err, r1_data = r0_valid, r0_err, r0_data
+        for k in range(self._lookup_cycles):
+            valid, err = Signal(name=f"r1_valid{k}"), Signal(name=f"r1_err{k}")
+            line = Signal(p.line_bits, reset_less=True, name=f"r1_data{k}")
+            m.d.sync += [valid.eq(r1_valid), err.eq(r1_err), line.eq(r1_data)]
+            r1_valid, r1_err, r1_data = valid, err, line
         entry = self.lookup.entry
         bypass = (entry.cfg.mode == Mode.BYPASS) | r1_err
-        m.d.comb += [
-            self.to_core.valid.eq(r1_valid & ~bypass),
-            self.to_core.payload.data.eq(r1_data),
-            self.to_core.payload.tag.eq(entry.tag),
-            self.to_core.payload.cfg.eq(entry.cfg),
-            self.to_core.payload.mask.eq(entry.mask),
-            self.from_core.ready.eq(1),
-            coreq.w_en.eq(self.from_core.valid),
-            coreq.w_data.eq(self.from_core.payload),
-            bypq.w_en.eq(r1_valid & bypass),
-            bypq.w_data.eq(Cat(r1_data, entry.tag, r1_err)),
-        ]
-        self._arbiter(m, coreq, bypq)
-        return m
 
-    def _arbiter(self, m, coreq, bypq):
-        """DRS, round robin between the two queues, chosen a cycle ahead."""
-        p = self._params
-        valid, show_core, last_core = Signal(), Signal(), Signal()
-        ready = self.drs.ready
-        nxt = _choice(valid, show_core, last_core, (coreq.r_rdy, coreq.more),
-                      (bypq.r_rdy, bypq.more), ready)
-        core = data.View(CoreOutLayout(p), coreq.r_data)
-        # the core's line as a bypass entry: its line and tag, no poison
-        from_core = Cat(core.data, core.tag, Const(0, 1))
-        chosen = Signal(_BypassLayout(p))
-        cuts = [_BypassLayout(p).size * k // SELECT_COPIES for k in range(SELECT_COPIES + 1)]
-        copies = select_copies(m, nxt[1], SELECT_COPIES)
-        for (lo, hi), show in zip(zip(cuts, cuts[1:]), copies):
-            m.d.comb += chosen.as_value()[lo:hi].eq(Mux(show, from_core[lo:hi],
-                                                        bypq.r_data[lo:hi]))
-        take = valid & ready
-        m.d.comb += [
-            coreq.r_en.eq(take & show_core), bypq.r_en.eq(take & ~show_core),
-            self.drs.valid.eq(valid),
-            self.drs.payload.data.eq(chosen.data), self.drs.payload.tag.eq(chosen.tag),
-            self.drs.payload.poison.eq(chosen.poison),
-            self.drs.payload.opcode.eq(DRS_MEMDATA),
-            self.drs.payload.devload.eq(self.devload),
-        ]
-        m.d.sync += [valid.eq(nxt[0]), show_core.eq(nxt[1]), last_core.eq(nxt[2])]
-        return m
-
-
-def _choice(valid, show_core, last_core, core, bypass, ready):
-    """The round robin: ``valid``, ``show_core`` and ``last_core`` of the
-    next cycle from this cycle's and DRS's ``ready``; ``core`` and ``bypass``
-    are each queue's ``(r_rdy, more)``.  It chooses from what is in the
-    queues now: a line written this cycle waits a cycle more, so the choice
-    sees only registers and DRS's ready."""
-    take, hold = valid & ready, valid & ~ready
-    stays_core = Mux(take & show_core, core[1], core[0])
-    stays_bypass = Mux(take & ~show_core, bypass[1], bypass[0])
-    pick_core = stays_core & (~stays_bypass | ~last_core)
-    pick_bypass = stays_bypass & ~pick_core
-    return (hold | pick_core | pick_bypass, Mux(hold, show_core, pick_core),
-            Mux(hold | ~(pick_core | pick_bypass), last_core, pick_core))
+        core_in = Signal(CoreInLayout(p), reset_less=True)
+        r2_core, r2_bypass = Signal(), Signal()
+        r2_err = Signal(reset_less=True)
+        m.d.sync += [r2_core.eq(r1_valid & ~bypass), r2_bypass.eq(r1_valid & bypass),
+                     core_in.data.eq(r1_data), core_in.tag.eq(entry.tag),
+                     core_in.cfg.eq(entry.cfg), core_in.mask.eq(entry.mask), r2_err.eq(r1_err)]
+        m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in)]
+        return core_in, r2_bypass, r2_err

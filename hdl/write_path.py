@@ -1,5 +1,31 @@
 """The M2S RwD path: accept, classify, queue; AXI AW/W issue for MemWr and
-MemWrPtl, Cmp completions for the dropped ones (contract 4.2)."""
+MemWrPtl, Cmp completions for the dropped ones (contract 4.2).
+
+Stages::
+
+    A   admission by credit (``rwd.ready`` a register); the write is
+        classified into the input register (no clock enable)
+    Q   three queues written from it: every write's tag and class, the good
+        writes' line addresses, the good writes' W beats
+    T   the tags leave their queue for two registers in turn (each loaded
+        while empty, its enable a flip-flop, its class flags low unless it
+        holds a write); the current one takes an AXI ID and its in-flight
+        entry (``take``: its good flag, room to issue, the table's ``ok``),
+        or is dropped into the completion queue
+    I   the ID into the ID queue; AW is the heads of the ID and address
+        queues while a write with an ID has not sent its AW, W the head of
+        the beats' queue while one has not sent its W
+
+AW and W each leave on their own handshake, each in acceptance order, so
+a write's W may go before its AW, and (while AW waits) before the AW of
+the write ahead of it (AXI4 has the W beats follow the AW order, not wait
+for it).  A write leaves the admission window when it takes its ID or is
+dropped (the credit sees it a cycle later); at most :data:`ISSUE_DEPTH`
+writes have an ID and an AW or a W still to send, so the address and beat
+queues hold the window and those.  One write a cycle while the memory and
+the table keep up (one every two cycles before these queues); a MemWr's
+AW and W still come four cycles after its acceptance.
+"""
 
 from amaranth import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
@@ -10,12 +36,17 @@ from .bus import RwdLayout
 from .credit import credit_ready
 from .inflight import AllocSignature
 from .queue import CreditQueue
+from .unary import unary_count
 
 __all__ = ["WritePath"]
 
-#: Depth of the write queue: covers the writes between admission and the
-#: queue's output, so that one is accepted per cycle.
+#: Writes admitted and not yet given an ID or dropped: covers the cycles
+#: between admission and the ID, so that one is accepted per cycle.
 QUEUE_DEPTH = 8
+
+#: Writes with an ID whose AW or W has not yet left (one more than the
+#: room to take an ID sees, which is a cycle old).
+ISSUE_DEPTH = 3
 
 #: Depth of the dropped writes' completion queue (admitted by credit).
 CMP_DEPTH = 2
@@ -25,30 +56,32 @@ BEAT_SLICES = 8
 
 
 def _WriteLayout(params):
-    """A classified write: its ``head``, ``good`` (to be written) or dropped
-    for ``poison``, and its W ``beat``."""
+    """A classified write: its ``head`` (``good``: to be written, else dropped
+    for ``poison`` or its opcode; its tag), its line address and its W
+    ``beat``."""
     return data.StructLayout({
-        "head": data.StructLayout({"good": 1, "poison": 1, "tag": 16,
-                                   "addr": CXL_ADDR_BITS - params.offset_bits}),
+        "head": data.StructLayout({"good": 1, "poison": 1, "tag": 16}),
+        "addr": CXL_ADDR_BITS - params.offset_bits,
         "beat": data.StructLayout({"data": params.line_bits, "strb": params.line_bytes})})
+
+
+def _SlotLayout():
+    """A head in its register: a good write waiting for its ID, or one to
+    drop, and its tag."""
+    return data.StructLayout({"good": 1, "drop": 1, "poison": 1, "tag": 16})
 
 
 class WritePath(wiring.Component):
     """Queues RwD requests and issues the good ones as one-beat AXI writes in
-    acceptance order.
+    acceptance order (the stages in the module's docstring).
 
-    ``rwd.ready`` is a register, high while the queue has room for every
-    write accepted so far; the wide data is registered without a clock
-    enable and written into the queue.  The queue is two
-    :class:`.queue.CreditQueue`: the heads and the W beats, each written
-    every cycle at a registered address and read at a registered address,
-    so no wide register or memory has an enable or address computed from
-    the AXI handshakes.  The heads leave their queue for two registers
-    (narrow) in turn, each with a flag that says whether its write waits
-    for an ID, so a write's ``take`` is that flag and the table's ``ok``.
-    There a write takes an AXI ID and an in-flight entry, then presents AW
-    and W (W straight from the beats' memory; each leaves on its own
-    handshake) and leaves when both are done.
+    ``rwd.ready`` is a register, high while the window has room for every
+    write admitted and not yet given an ID or dropped; the wide data is
+    registered without a clock enable and written into the queues, each a
+    :class:`.queue.CreditQueue` (written every cycle at a registered
+    address, read at a registered address), so no wide register or memory
+    has an enable or address computed from the AXI handshakes or the
+    in-flight table.
 
     Parameters
     ----------
@@ -85,16 +118,14 @@ class WritePath(wiring.Component):
         m = Module()
         p = self._params
         layout = _WriteLayout(p)
-        heads = m.submodules.queue = CreditQueue(layout["head"].shape.size, QUEUE_DEPTH)
-        beats = m.submodules.beats = CreditQueue(layout["beat"].shape.size, QUEUE_DEPTH,
+        issue = QUEUE_DEPTH + ISSUE_DEPTH
+        heads = m.submodules.heads = CreditQueue(layout["head"].width, QUEUE_DEPTH)
+        addrs = m.submodules.addrs = CreditQueue(layout["addr"].width, issue)
+        beats = m.submodules.beats = CreditQueue(layout["beat"].width, issue,
                                                  slices=BEAT_SLICES)
 
-        # -- admission and the input register ----------------------------------------
-        # A write leaves (``leave``) when its head is done; the credit and the
-        # beats' read address see it a cycle later (``left``): the next
-        # beat is presented at the earliest two cycles after its head
-        # becomes the current one, and the window counts the write a cycle
-        # longer.
+        # A write leaves the window (``leave``) when it takes its ID or is
+        # dropped; the credit sees it a cycle later (``left``).
         leave, left = Signal(), Signal()
         m.d.sync += left.eq(leave)
         ready = credit_ready(m, QUEUE_DEPTH, self.rwd.valid, left)
@@ -103,57 +134,48 @@ class WritePath(wiring.Component):
 
         rwd = self.rwd.payload
         full_line = Const((1 << p.line_bytes) - 1, p.line_bytes)
-        w0_valid = Signal()
+        good = ~rwd.poison & ((rwd.opcode == RwdOpcode.MEM_WR) |
+                              (rwd.opcode == RwdOpcode.MEM_WR_PTL))
+        w0_valid, w0_good = Signal(), Signal()
         w0 = Signal(layout, reset_less=True)
         m.d.sync += [
-            w0_valid.eq(accept),
-            w0.head.good.eq(~rwd.poison & ((rwd.opcode == RwdOpcode.MEM_WR) |
-                                           (rwd.opcode == RwdOpcode.MEM_WR_PTL))),
-            w0.head.poison.eq(rwd.poison), w0.head.tag.eq(rwd.tag),
-            w0.head.addr.eq(rwd.addr[p.offset_bits:]),
+            w0_valid.eq(accept), w0_good.eq(accept & good),
+            w0.head.good.eq(good), w0.head.poison.eq(rwd.poison), w0.head.tag.eq(rwd.tag),
+            w0.addr.eq(rwd.addr[p.offset_bits:]),
             w0.beat.data.eq(rwd.data),
             w0.beat.strb.eq(Mux(rwd.opcode == RwdOpcode.MEM_WR, full_line, rwd.be)),
         ]
-        # (a beat is readable a cycle before its head, and leaves with it)
         m.d.comb += [heads.w_en.eq(w0_valid), heads.w_data.eq(w0.head),
-                     beats.w_en.eq(w0_valid), beats.w_data.eq(w0.beat)]
-
-        m.d.comb += beats.r_en.eq(left)
-        self._head(m, layout, heads, beats, leave)
+                     addrs.w_en.eq(w0_good), addrs.w_data.eq(w0.addr),
+                     beats.w_en.eq(w0_good), beats.w_data.eq(w0.beat)]
+        take = self._take(m, layout, heads, leave)
+        self._issue(m, addrs, beats, take)
         return m
 
-    def _head(self, m, layout, heads, beats, leave):
+    def _take(self, m, layout, heads, leave):
         """The heads leave their queue for two registers in turn, each loaded
-        only while it is empty (an enable from registers); the current one
-        takes an ID, issues AW and W, or is dropped."""
-        p = self._params
-        cmpq = m.submodules.cmp_queue = CreditQueue(16, CMP_DEPTH)
+        while empty (its enable a flip-flop); the current one takes an ID
+        (while fewer than ISSUE_DEPTH writes wait to send their AW and W) or
+        is dropped into the completion queue.  Returns ``take``."""
         shape = layout["head"].shape
-        slots = [Signal(shape, reset_less=True, name=f"head{k}") for k in range(2)]
-        full = [Signal(name=f"full{k}") for k in range(2)]
-        # each slot: it holds a good write not yet taken / a write to drop
-        wait = [Signal(name=f"wait{k}") for k in range(2)]
-        drops = [Signal(name=f"drops{k}") for k in range(2)]
+        # a slot's class flags are loaded with the load itself, so ``take``
+        # is the current slot's good flag, ``room`` (a register) and ``ok``
+        held = [Signal(name=f"held{k}") for k in range(2)]
+        slots = [Signal(_SlotLayout(), reset_less=True, name=f"slot{k}") for k in range(2)]
         cur, nxt = Signal(name="cur"), Signal(name="nxt")  # the current slot, the next loaded
-        issued, need_aw = Signal(name="issued"), Signal(name="need_aw")
-        need_w = Signal(name="need_w")
-        aw_id = Signal(p.id_bits)
-        head = data.View(shape, Mux(cur, slots[1], slots[0]))
-        queued = data.View(shape, heads.r_data)
-        beat = data.View(layout["beat"].shape, beats.r_data)
-        loads = [heads.r_rdy & ~full[k] & (nxt == k) for k in range(2)]
-        take = Mux(cur, wait[1], wait[0]) & self.alloc.ok
-        finish = issued & (~need_aw | self.aw_ready) & (~need_w | self.w_ready)
-        # a dropped write's completion is queued by credit (cmp_room a register)
+        room = self._room = Signal(name="issue_room")
+        cmpq = m.submodules.cmp_queue = CreditQueue(16, CMP_DEPTH)
         pop = cmpq.r_rdy & self.completions.ready
-        cmp_room = credit_ready(m, CMP_DEPTH, Mux(cur, drops[1], drops[0]), pop)
-        drop = Mux(cur, drops[1], drops[0]) & cmp_room
+        head = data.View(_SlotLayout(), Mux(cur, slots[1].as_value(), slots[0].as_value()))
+        cmp_room = credit_ready(m, CMP_DEPTH, head.drop, pop)
+        take = head.good & room & self.alloc.ok
+        drop = head.drop & cmp_room
+        queued = data.View(shape, heads.r_data)
+        loads = [heads.r_rdy & ~held[k] & (nxt == k) for k in range(2)]
         m.d.comb += [
-            leave.eq(finish | drop),
+            leave.eq(take | drop),
             heads.r_en.eq(loads[0] | loads[1]),
             self.alloc.take.eq(take), self.alloc.entry.eq(head.tag),
-            self.aw_valid.eq(need_aw), self.aw_id.eq(aw_id), self.aw_addr.eq(head.addr),
-            self.w_valid.eq(need_w), self.w_data.eq(beat.data), self.w_strb.eq(beat.strb),
             cmpq.w_en.eq(drop), cmpq.w_data.eq(head.tag),
             self.completions.valid.eq(cmpq.r_rdy), self.completions.payload.eq(cmpq.r_data),
             cmpq.r_en.eq(pop),
@@ -161,27 +183,37 @@ class WritePath(wiring.Component):
             self.unsupported.eq(drop & ~head.poison),
             self.writes.eq(take),
         ]
-        m.d.sync += [
-            cur.eq(cur ^ leave), nxt.eq(nxt ^ loads[0] ^ loads[1]),
-        ]
+        m.d.sync += [cur.eq(cur ^ leave), nxt.eq(nxt ^ loads[0] ^ loads[1])]
         for k in range(2):
-            here = cur == k
-            with m.If(loads[k]):
-                m.d.sync += [slots[k].eq(queued), full[k].eq(1), wait[k].eq(queued.good),
-                             drops[k].eq(~queued.good)]
-            with m.Else():
-                with m.If(leave & here):
-                    m.d.sync += full[k].eq(0)
-                with m.If(take & here):
-                    m.d.sync += wait[k].eq(0)
-                with m.If(drop & here):
-                    m.d.sync += drops[k].eq(0)
-        with m.If(take):
-            m.d.sync += [issued.eq(1), need_aw.eq(1), need_w.eq(1), aw_id.eq(self.alloc.id)]
-        with m.Else():
-            with m.If(finish):
-                m.d.sync += issued.eq(0)
-            with m.If(self.aw_ready):
-                m.d.sync += need_aw.eq(0)
-            with m.If(self.w_ready):
-                m.d.sync += need_w.eq(0)
+            # An empty slot follows the queue's head, its flags low unless it
+            # loads it; a slot that leaves is not current in the next cycle,
+            # when it still shows its flags.
+            with m.If(~held[k]):
+                m.d.sync += [slots[k].good.eq(loads[k] & queued.good),
+                             slots[k].drop.eq(loads[k] & ~queued.good),
+                             slots[k].poison.eq(queued.poison), slots[k].tag.eq(queued.tag)]
+            # (a choice by ``held``, a register: no clock enable from ``leave``)
+            m.d.sync += held[k].eq(Mux(held[k], ~(leave & (cur == k)), loads[k]))
+        return take
+
+    def _issue(self, m, addrs, beats, take):
+        """AW from the queues of IDs and addresses while a write with an ID has
+        not sent its AW, W from the beats' queue while one has not sent its
+        W (each count in unary)."""
+        ids = m.submodules.ids = CreditQueue(self._params.id_bits, ISSUE_DEPTH)
+        aw_go = self.aw_valid & self.aw_ready
+        w_go = self.w_valid & self.w_ready
+        counts = [unary_count(m, name, take, go, ISSUE_DEPTH)
+                  for name, go in (("aw_pending", aw_go), ("w_pending", w_go))]
+        beat = data.View(_WriteLayout(self._params)["beat"].shape, beats.r_data)
+        m.d.comb += [
+            ids.w_en.eq(take), ids.w_data.eq(self.alloc.id), ids.r_en.eq(aw_go),
+            addrs.r_en.eq(aw_go), beats.r_en.eq(w_go),
+            self.aw_valid.eq(counts[0][0](1)), self.aw_id.eq(ids.r_data),
+            self.aw_addr.eq(addrs.r_data),
+            self.w_valid.eq(counts[1][0](1)),
+            self.w_data.eq(beat.data), self.w_strb.eq(beat.strb),
+        ]
+        # an ID only while both counts were below ISSUE_DEPTH - 1 a cycle
+        # before (so they are below ISSUE_DEPTH now): a register
+        m.d.sync += self._room.eq(~counts[0][0](ISSUE_DEPTH - 1) & ~counts[1][0](ISSUE_DEPTH - 1))

@@ -1,8 +1,8 @@
 """Amaranth-simulator tests of the top's blocks, each against an independent
 oracle: the bus signatures, the counter and its resolve pipeline (a Python integer),
-the control registers (the register map), the write path and the NDR arbiter
-(every tag once, in the right place).  The request pipeline's are in
-test_request.py."""
+the control registers (the register map) and the NDR arbiter (every tag once,
+in the right place).  The request pipeline's are in test_request.py, the read
+and write paths' in test_read_path.py and test_write_path.py."""
 
 import random
 
@@ -14,8 +14,7 @@ from neuron_fabric.hdl.bus import AXI4LiteSignature, AXI4Signature
 from neuron_fabric.hdl.counter import DIGITS, CarryResolve, DigitCounter, digit_ends
 from neuron_fabric.hdl.csr import ControlRegisters
 from neuron_fabric.hdl.ndr import NdrArbiter
-from neuron_fabric.hdl.write_path import WritePath
-from neuron_fabric.host.facts import Mode, RwdOpcode, TopParams
+from neuron_fabric.host.facts import Mode, TopParams
 from neuron_fabric.host.regmap import RegisterMap, cfg_encode
 
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
@@ -170,51 +169,6 @@ def test_control_registers_counter_lo_then_hi_is_one_value():
             assert 0 <= value - start < 20, (below, hex(start), hex(value))
 
     run_testbenches(dut, bench)
-
-
-def test_write_path_issues_good_writes_and_drops_the_rest():
-    p = SMALL
-    dut = WritePath(p)
-    rng = random.Random(4)
-    sent = [(rng.choice([RwdOpcode.MEM_WR, RwdOpcode.MEM_WR_PTL, 0b0101]),
-             rng.random() < 0.2, tag, rng.getrandbits(64), rng.getrandbits(8))
-            for tag in range(40)]
-    good = [s for s in sent if not s[1] and s[0] != 0b0101]
-    dropped = [s for s in sent if s not in good]
-
-    async def producer(ctx):
-        ctx.set(dut.alloc.ok, 1)
-        for opcode, poison, tag, line, be in sent:
-            ctx.set(dut.rwd.payload.opcode, opcode), ctx.set(dut.rwd.payload.poison, poison)
-            ctx.set(dut.rwd.payload.tag, tag), ctx.set(dut.rwd.payload.data, line)
-            ctx.set(dut.rwd.payload.be, be), ctx.set(dut.rwd.payload.addr, tag << 3)
-            ctx.set(dut.rwd.valid, 1)
-            await ctx.tick().until(dut.rwd.ready)
-        ctx.set(dut.rwd.valid, 0)
-
-    async def memory(ctx):
-        seen = []
-        while len(seen) < len(good):
-            ctx.set(dut.aw_ready, rng.random() < 0.5)
-            ctx.set(dut.w_ready, rng.random() < 0.5)
-            _, _, awv, awr, addr, wv, wr, line, strb = await ctx.tick().sample(
-                dut.aw_valid, dut.aw_ready, dut.aw_addr, dut.w_valid, dut.w_ready,
-                dut.w_data, dut.w_strb)
-            if wv and wr:
-                seen.append((line, strb))
-        assert seen == [(g[3], 0xFF if g[0] == RwdOpcode.MEM_WR else g[4]) for g in good]
-
-    async def completions(ctx):
-        got = []
-        ctx.set(dut.completions.ready, 1)
-        while len(got) < len(dropped):
-            _, _, valid, tag = await ctx.tick().sample(dut.completions.valid,
-                                                        dut.completions.payload)
-            if valid:
-                got.append(tag)
-        assert got == [d[2] for d in dropped]
-
-    run_testbenches(dut, producer, memory, completions)
 
 
 def test_ndr_arbiter_answers_every_source_once():
