@@ -35,8 +35,9 @@ class Copies(tuple):
 
     @classmethod
     def each(cls, value, groups):
-        """``value`` to every group, each copy registered at the next
-        boundary (no tree): for a control read right after it."""
+        """``value`` (computed, not a register output) to every group, each
+        copy registered at the next boundary (no tree): for a control read
+        right after it."""
         return _EachCopies([value] * groups)
 
 

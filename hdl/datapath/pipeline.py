@@ -25,7 +25,8 @@ from amaranth import Const, Mux, Signal
 from .bundles import Copies, Gated, Groups, fields as bundle_fields
 from .chains import plain_chain, skid_chain, skid_register
 
-__all__ = ["PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "COPY_FORMS", "Pipeline"]
+__all__ = ["PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "COPY_FORMS", "PLAIN_FORMS",
+           "Pipeline"]
 
 
 #: For each STAGES value, how many registers sit on boundaries 0..4.
@@ -53,9 +54,12 @@ REPLICA_BITS = {"paper": 16, "other": 32}
 SPREAD_FANOUT = 4
 
 #: Forms a copy of a register can take that synthesis keeps apart: bit 0
-#: initially all ones, bit 1 with a reset, bit 2 stored inverted (last, as
-#: the inversion costs a LUT on a copy fed by a register).
+#: initially all ones, bit 1 with a reset, bit 2 stored inverted.  The
+#: inversion would cost a LUT on a copy fed by a register, so only copies
+#: of a computed value (:meth:`Copies.each`) take the inverted forms; a
+#: spread tree's copies take the first :data:`PLAIN_FORMS`.
 COPY_FORMS = 8
+PLAIN_FORMS = 4
 
 
 class Pipeline:
@@ -157,13 +161,14 @@ class Pipeline:
                                       Mux(en, bit, reg[b])))
         return reg
 
-    def _copies(self, items, s):
+    def _copies(self, items, s, forms):
         """Stage-``s`` registers of ``items`` ((value, name, copy) each), the
-        copies of one source each in the next form, so that they stay apart."""
+        copies of one source each in the next of ``forms`` forms, so that
+        they stay apart."""
         used, regs = {}, []
         for value, name, copy in items:
             key = self._key(value)
-            form = used.get(key, 0) % COPY_FORMS
+            form = used.get(key, 0) % forms
             used[key] = form + 1
             reg = self.register(value, name, s, copy, form)
             self._keys[id(reg)] = (reg, (key, form))
@@ -178,12 +183,13 @@ class Pipeline:
         registers sit between their groups, so they keep enables of their
         own rather than stretching a group's."""
         n = len(copies)
+        forms = PLAIN_FORMS if copies.tree else COPY_FORMS
         if not copies.tree or n <= SPREAD_FANOUT or any(v is not copies[0] for v in copies):
             return Copies(self._copies([(v, f"s{s}_{name}_r{c}", c)
-                                        for c, v in enumerate(copies)], s))
+                                        for c, v in enumerate(copies)], s, forms))
         per = SPREAD_FANOUT
         tree = self._copies([(copies[0], f"s{s}_{name}_t{c}", f"tree{c}")
-                             for c in range(0, n, per)], s)
+                             for c in range(0, n, per)], s, forms)
         return Copies(tree[c // per] for c in range(n))
 
     def register_bundle(self, bundle, s):
