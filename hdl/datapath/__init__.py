@@ -55,7 +55,8 @@ from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CORE_FEATURES, DatapathParams, Profile, PROFILES
 
-from .pipeline import PLACEMENT, REPLICA_BITS, Geometry, Pipeline
+from .bundles import Geometry
+from .pipeline import PLACEMENT, REPLICA_BITS, Pipeline
 from .ports import InputLayout, LineIn, LineOut, OutputLayout
 from .steps_full import FullSteps
 from .steps_paper import PaperSteps
@@ -78,20 +79,22 @@ class DatapathDesign:
     """
     params: DatapathParams
     profile: Profile
+    view: bool = False
 
     @classmethod
-    def of(cls, *, line_bits=512, workers=8, stages=5, profile="full"):
+    def of(cls, *, line_bits=512, workers=8, stages=5, profile="full", view=False):
         """From :class:`Datapath`'s parameters (``profile`` a name or a
         :class:`Profile`)."""
         if isinstance(profile, Profile):
-            return cls(DatapathParams(line_bits, workers, stages), profile)
-        return cls(DatapathParams(line_bits, workers, stages, profile), PROFILES[profile])
+            return cls(DatapathParams(line_bits, workers, stages), profile, view)
+        return cls(DatapathParams(line_bits, workers, stages, profile), PROFILES[profile], view)
 
     @property
     def signature(self):
         p = self.params
+        layout = InputLayout(line_bits=p.line_bits, lanes=p.lanes, view=self.view)
         return wiring.Signature({
-            "i_stream": In(stream.Signature(InputLayout(line_bits=p.line_bits, lanes=p.lanes))),
+            "i_stream": In(stream.Signature(layout)),
             "o_stream": Out(stream.Signature(OutputLayout(line_bits=p.line_bits))),
         })
 
@@ -144,6 +147,11 @@ class Datapath(wiring.Component):
         other :class:`Profile` (for feature-cost studies).  Only the
         features of :data:`~neuron_fabric.host.facts.CORE_FEATURES` concern
         the core; every profile takes the PATTERN gate as ``gate_mask``.
+    view : bool
+        The input payload has ``view`` and ``use_view`` too
+        (:class:`~.ports.InputLayout`): a line's lanes may be counted from
+        another arrangement of its bits (the hierarchy wrapper's
+        worker-major lines).  Not part of the exported core.
 
     Members
     -------
@@ -160,9 +168,9 @@ class Datapath(wiring.Component):
         For a parameter outside contract section 1 (the message quotes it).
     """
 
-    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):
+    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full", view=False):
         self._design = DatapathDesign.of(line_bits=line_bits, workers=workers, stages=stages,
-                                         profile=profile)
+                                         profile=profile, view=view)
         super().__init__(self._design.signature)
 
     @property
