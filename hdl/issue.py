@@ -3,8 +3,9 @@ queues each read's AR beat (its ID came with it); queues the Cmp
 completions of MemInv and unsupported opcodes; drops MemSpecRd.
 
 Both queues are :class:`.queue.CreditQueue` admitted by credit
-(:mod:`.credit`): a request is taken only while a registered flag says
-its queue has room.  So the stream handed to the NDR arbiter has a
+(:mod:`.credit`): the head is taken only while the registered flags say
+both queues have room (whatever its kind, so that ``ready`` is an AND of
+two registers).  So the stream handed to the NDR arbiter has a
 registered ``valid`` (the queue's ``r_rdy``), and the AR beat is read
 straight from its queue's memory at a registered address, ``arvalid``
 a register, with no clock enable from the AXI handshake on its wide
@@ -73,10 +74,20 @@ class ReadIssue(wiring.Component):
         is_read = head.kind == Kind.READ
         is_cmp = (head.kind == Kind.CMP) | (head.kind == Kind.UNSUPPORTED)
         ar_taken = self.ar_valid & self.ar_ready
-        ar_room = credit_ready(m, AR_DEPTH, self.requests.valid & is_read, ar_taken)
+        # The head is taken while both queues have room, whatever its kind:
+        # ``ready`` is an AND of two registers, with no decode of the head
+        # on the way to the request queue's read enable and credit count.
+        # (Each credit counts an item admitted only when the other's room
+        # lets it be taken.)
+        ar_room, cmp_room = Signal(), Signal()
+        m.d.comb += [
+            ar_room.eq(credit_ready(m, AR_DEPTH, self.requests.valid & is_read & cmp_room,
+                                    ar_taken)),
+            cmp_room.eq(credit_ready(m, CMP_DEPTH, self.requests.valid & is_cmp & ar_room,
+                                     cmpq.r_rdy & self.completions.ready)),
+        ]
         take = Signal()
         pop = cmpq.r_rdy & self.completions.ready
-        cmp_room = credit_ready(m, CMP_DEPTH, self.requests.valid & is_cmp, pop)
         # the read's AR beat (and its mode, for the counters), registered
         # before its queue
         ar_valid, ar_beat = Signal(), Signal(len(arq.w_data))
@@ -84,15 +95,13 @@ class ReadIssue(wiring.Component):
         m.d.sync += [ar_valid.eq(take), ar_beat.eq(Cat(head.id, head.addr)),
                      ar_mode.eq(head.mode)]
         m.d.comb += [
-            take.eq(self.requests.valid & is_read & ar_room),
+            take.eq(self.requests.valid & is_read & ar_room & cmp_room),
             arq.w_en.eq(ar_valid), arq.w_data.eq(ar_beat),
-            cmpq.w_en.eq(self.requests.valid & is_cmp & cmp_room),
+            cmpq.w_en.eq(self.requests.valid & is_cmp & cmp_room & ar_room),
             cmpq.w_data.eq(head.tag),
-            # (taken when valid: what is at the head has its place)
-            self.requests.ready.eq((is_read & ar_room) | (is_cmp & cmp_room)
-                                   | (head.kind == Kind.DROP)),
+            self.requests.ready.eq(ar_room & cmp_room),
             self.unsupported.eq(self.requests.valid & (head.kind == Kind.UNSUPPORTED)
-                                & cmp_room),
+                                & cmp_room & ar_room),
             self.reads.eq(Cat(*(ar_valid & (ar_mode == mode) for mode in Mode))),
             self.ar_valid.eq(arq.r_rdy),
             self.ar_id.eq(arq.r_data[:idw]),

@@ -20,7 +20,7 @@ and K (formed beside, ``phase.py``).  The last stage fills the read's
 in-flight entry (tag, CFG fields, mask).  A read takes its AXI ID in the
 first stage after A; the issue queue is written AR_LEAD stages before
 the last, so a read's AR goes out while its mask is still being formed.
-At 512 bits the pipeline is fifteen stages (:attr:`RequestPipeline.depth`).
+At 512 bits the pipeline is seventeen stages after A (:attr:`RequestPipeline.depth`).
 
 Admission is by credit: ``req.ready`` is a register, high only when the
 queue has room for every request the pipeline may still hold and the
@@ -41,15 +41,15 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
-from neuron_fabric.host.regmap import HIERARCHY_CFG_FIELDS
+from neuron_fabric.host.facts import CXL_ADDR_BITS, ReqOpcode
 from .bus import ReqLayout
 from .cfg import CfgLayout, ConfigSignature
 from .credit import credit_ready
 from .derive import RegionResidues, ResidueLayout, local_config, refresh_cycles
 from .gate import FIXED_PATTERN, gate_mask_steps, slices
 from .inflight import ReadAllocSignature, ReserveSignature
-from .queue import CreditQueue
+from .queue import HeadQueue
+from .request_layout import Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, classify
 from .phase import MODULI, reduce_small
 from .pipe import Line, copies, delay, register
 from .region import chunk_compare, combine, compare_steps, first, match, select_final, \
@@ -58,35 +58,6 @@ from .residues import plain_residues, track_length
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "RequestPipeline",
            "FIXED_PATTERN", "AR_LEAD"]
-
-
-class Kind:
-    """What the top does with a request: read the line, answer NDR Cmp,
-    answer NDR Cmp and flag UNSUPPORTED, or drop it (MemSpecRd)."""
-    READ, CMP, UNSUPPORTED, DROP = range(4)
-
-
-def ReadCfgLayout(params):
-    """CFG fields a read needs when its line returns: the core's inputs but
-    for the mask, which replaces P, K and the phase; and with the
-    ``hierarchy`` feature the layout, operand and total (contract section 5)."""
-    names = ("mode", "format", "gate_kind", "threshold")
-    if PROFILES[params.profile].has("hierarchy"):
-        names += HIERARCHY_CFG_FIELDS
-    return data.StructLayout({name: CfgLayout[name].shape for name in names})
-
-
-def RequestLayout(params):
-    """A classified request, as it leaves the pipeline for issue: what the AR
-    beat and the counters need (a read's in-flight entry is filled later)."""
-    return data.StructLayout({"kind": 2, "tag": 16,
-                              "addr": CXL_ADDR_BITS - params.offset_bits,
-                              "id": params.id_bits, "mode": CfgLayout["mode"].shape})
-
-
-def ReadEntryLayout(params):
-    """What the in-flight table remembers of a read."""
-    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes})
 
 
 #: Depth of the queue behind the pipeline: covers the requests in flight
@@ -165,6 +136,16 @@ class RequestPipeline(wiring.Component):
         return self._join_stage + 10
 
     @property
+    def idle_after(self):
+        """Cycles of ``hold`` after which ``config.idle`` is high (for that
+        cycle and every later one while ``hold`` stays high): ``req.ready``
+        falls the cycle after ``hold`` rises, and the last request accepted
+        leaves the first-match stage ``_first_stage + 1`` cycles later.  The
+        control-write bound follows from it
+        (:func:`.csr_write.control_write_bound`)."""
+        return self._first_stage + 2
+
+    @property
     def quiet(self):
         """Cycles the pipeline stays idle, with ``hold`` low, before it admits
         a request again after a control write: the write takes effect in the
@@ -177,7 +158,7 @@ class RequestPipeline(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        queue = m.submodules.queue = CreditQueue(RequestLayout(p).size, QUEUE_DEPTH)
+        queue = m.submodules.queue = HeadQueue(RequestLayout(p).size, QUEUE_DEPTH)
         # A registered copy of the region table and DEFAULT_CFG beside the
         # pipeline (a cycle behind the control registers, which the quiet
         # cycles after hold cover).
@@ -234,7 +215,7 @@ class RequestPipeline(wiring.Component):
         regions = config["regions"]
         per = -(-n // len(addrs)) if n else 1
         opcode = line.fields["opcode"]
-        valid, _ = line.step(fields={"kind": _kind(m, opcode)}, drop=("opcode",))
+        valid, _ = line.step(fields={"kind": classify(m, opcode)}, drop=("opcode",))
         m.d.comb += self.alloc.take.eq(valid & (line.fields["kind"] == Kind.READ))
         pairs = register(m, "m_chunk", [[chunk_compare(addrs[r // per], bound)
                                          for bound in (rg.base, rg.limit)]
@@ -306,17 +287,3 @@ class RequestPipeline(wiring.Component):
                      self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
                                                     (opcode == ReqOpcode.MEM_RD_DATA)))]
         return accept
-
-
-def _kind(m, opcode):
-    kind = Signal(2)
-    with m.Switch(opcode):
-        with m.Case(ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA):
-            m.d.comb += kind.eq(Kind.READ)
-        with m.Case(ReqOpcode.MEM_INV, ReqOpcode.MEM_INV_NT):
-            m.d.comb += kind.eq(Kind.CMP)
-        with m.Case(ReqOpcode.MEM_SPEC_RD):
-            m.d.comb += kind.eq(Kind.DROP)
-        with m.Default():
-            m.d.comb += kind.eq(Kind.UNSUPPORTED)
-    return kind

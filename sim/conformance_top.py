@@ -1227,8 +1227,10 @@ async def random_mixed_traffic(dut):
 
 @conformance_test
 async def csr_write_applies_after_bvalid(dut):
-    """A request accepted at the first edge after a CSR write's BVALID handshake
-    already uses the new configuration (DEFAULT_CFG and a region CFG)."""
+    """A request offered from the first edge after a CSR write's BVALID
+    handshake, and so accepted at the first edge after it that the top is
+    ready, already uses the new configuration (DEFAULT_CFG and a region
+    CFG)."""
     top = await setup(dut, 15)
     rng = top.rng
     csr = CsrModel()
@@ -1256,8 +1258,8 @@ async def csr_write_applies_after_bvalid(dut):
         (rsp,) = await top.wait_resp([item])
         b_edge = top.axil_b_edges[n_b]
         exp, _ = csr.expect(addr, top.ram.line(addr))
-        if item["edge"] != b_edge + 1:
-            errs.append(f"bench: request accepted at edge {item['edge']}, B at {b_edge}")
+        if item["edge"] <= b_edge:
+            errs.append(f"bench: request accepted at edge {item['edge']}, before B at {b_edge}")
         elif rsp["data"] != exp:
             errs.append(f"{reg:#05x} <- {value:#x}: read accepted one edge after BVALID gave "
                         f"{rsp['data']:#x}, expected {exp:#x} (new configuration)")

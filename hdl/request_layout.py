@@ -1,0 +1,56 @@
+"""What the request pipeline hands on: each request's class (:class:`Kind`,
+from its opcode), the classified request for issue, and what the
+in-flight table remembers of a read."""
+
+from amaranth import Signal
+from amaranth.lib import data
+
+from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
+from neuron_fabric.host.regmap import HIERARCHY_CFG_FIELDS
+from .cfg import CfgLayout
+
+__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "classify"]
+
+
+class Kind:
+    """What the top does with a request: read the line, answer NDR Cmp,
+    answer NDR Cmp and flag UNSUPPORTED, or drop it (MemSpecRd)."""
+    READ, CMP, UNSUPPORTED, DROP = range(4)
+
+
+def ReadCfgLayout(params):
+    """CFG fields a read needs when its line returns: the core's inputs but
+    for the mask, which replaces P, K and the phase; and with the
+    ``hierarchy`` feature the layout, operand and total (contract section 5)."""
+    names = ("mode", "format", "gate_kind", "threshold")
+    if PROFILES[params.profile].has("hierarchy"):
+        names += HIERARCHY_CFG_FIELDS
+    return data.StructLayout({name: CfgLayout[name].shape for name in names})
+
+
+def RequestLayout(params):
+    """A classified request, as it leaves the pipeline for issue: what the AR
+    beat and the counters need (a read's in-flight entry is filled later)."""
+    return data.StructLayout({"kind": 2, "tag": 16,
+                              "addr": CXL_ADDR_BITS - params.offset_bits,
+                              "id": params.id_bits, "mode": CfgLayout["mode"].shape})
+
+
+def ReadEntryLayout(params):
+    """What the in-flight table remembers of a read."""
+    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes})
+
+
+def classify(m, opcode):
+    """The :class:`Kind` of a request of ``opcode`` (contract 4.2)."""
+    kind = Signal(2)
+    with m.Switch(opcode):
+        with m.Case(ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA):
+            m.d.comb += kind.eq(Kind.READ)
+        with m.Case(ReqOpcode.MEM_INV, ReqOpcode.MEM_INV_NT):
+            m.d.comb += kind.eq(Kind.CMP)
+        with m.Case(ReqOpcode.MEM_SPEC_RD):
+            m.d.comb += kind.eq(Kind.DROP)
+        with m.Default():
+            m.d.comb += kind.eq(Kind.UNSUPPORTED)
+    return kind
