@@ -19,7 +19,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
+.PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -42,6 +42,7 @@ help:
 	@echo "make hierarchy    multi-hop study (exact counts vs re-quantizing per hop), 64-worker training,"
 	@echo "                  multi-hop timing -> build/reports/hierarchy.*"
 	@echo "make envelope     timing envelope: Table 4, Fig. 2/3/7 -> build/reports/envelope.*"
+	@echo "make latency      the top's own latencies in cycles (MemWr, BYPASS and G-Binary reads, control write)"
 	@echo "make envelope-rtl exported top vs the envelope model, Verilator -> build/reports/envelope_rtl.*"
 	@echo "make synth        Yosys generic-cell synthesis of the datapath, both profiles -> build/reports/synth.*"
 	@echo "make route        ECP5 out-of-context place and route, 3 seeds each -> build/reports/route.*"
@@ -96,6 +97,10 @@ hierarchy: $(STAMP)
 
 envelope: $(STAMP)
 	$(PY) -m neuron_fabric.sim.envelope --out build/reports
+
+latency: $(STAMP)
+	$(PY) -m neuron_fabric.sim.latency --profile paper
+	$(PY) -m neuron_fabric.sim.latency --profile full
 
 envelope-rtl: verilog
 	$(PY) -m neuron_fabric.sim.envelope.rtl --out build/reports

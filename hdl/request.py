@@ -57,7 +57,7 @@ from .region import chunk_compare, combine, compare_steps, first, match, select_
 from .residues import plain_residues, track_length
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "RequestPipeline",
-           "FIXED_PATTERN", "AR_LEAD"]
+           "FIXED_PATTERN", "AR_LEAD", "first_stage", "idle_after"]
 
 
 #: Depth of the queue behind the pipeline: covers the requests in flight
@@ -78,6 +78,22 @@ AR_LEAD = 4
 #: serving a share of the regions), and of each first-match select (each
 #: serving a slice of the chosen values).
 ADDR_COPIES, SELECT_COPIES = 4, 4
+
+
+def first_stage(params):
+    """The stage holding the copies of the first-match one-hot: the last
+    before the configuration's choice (chunks 1, combines, match, first,
+    copies)."""
+    return 1 + compare_steps(CXL_ADDR_BITS - params.offset_bits) + 3
+
+
+def idle_after(params):
+    """Cycles of ``hold`` after which ``config.idle`` is high (for that cycle
+    and every later one while ``hold`` stays high): ``req.ready`` falls the
+    cycle after ``hold`` rises, and the last request accepted leaves the
+    first-match stage ``first_stage + 1`` cycles later.  The control-write
+    bound follows from it (:func:`.csr_write.control_write_bound`)."""
+    return first_stage(params) + 2
 
 
 class RequestPipeline(wiring.Component):
@@ -119,10 +135,7 @@ class RequestPipeline(wiring.Component):
 
     @property
     def _first_stage(self):
-        """The stage holding the copies of the first-match one-hot: the last
-        before the configuration's choice (chunks 1, combines, match, first,
-        copies)."""
-        return 1 + compare_steps(self._width) + 3
+        return first_stage(self._params)
 
     @property
     def _join_stage(self):
@@ -137,13 +150,8 @@ class RequestPipeline(wiring.Component):
 
     @property
     def idle_after(self):
-        """Cycles of ``hold`` after which ``config.idle`` is high (for that
-        cycle and every later one while ``hold`` stays high): ``req.ready``
-        falls the cycle after ``hold`` rises, and the last request accepted
-        leaves the first-match stage ``_first_stage + 1`` cycles later.  The
-        control-write bound follows from it
-        (:func:`.csr_write.control_write_bound`)."""
-        return self._first_stage + 2
+        """:func:`idle_after` of this pipeline's parameters."""
+        return idle_after(self._params)
 
     @property
     def quiet(self):

@@ -120,7 +120,15 @@ class Bench:
         return await self.axil.read_dword(self.regs[name].offset)
 
     async def set_mode(self, mode):
+        """Write DEFAULT_CFG, then wait until the top accepts requests again
+        (after a control write the request pipeline admits nothing for a few
+        cycles while its copy of the configuration follows), so a batch's
+        first request is not held by the write."""
         await self.axil.write_dword(self.regs["DEFAULT_CFG"].offset, cfg_encode(mode=mode))
+        await FallingEdge(self.dut.clk)
+        while self.dut.m2s_req_ready.value != 1:
+            await FallingEdge(self.dut.clk)
+        await RisingEdge(self.dut.clk)
 
     async def run_batch(self, workers, window, lines, latency, gate, lookup, limit=2_000_000):
         """Edges from the start of the batch to its last DRS response."""

@@ -40,7 +40,7 @@ import pytest
 from amaranth import Elaboratable
 
 from neuron_fabric.hdl.csr import control_write_bound
-from neuron_fabric.hdl.request import RequestPipeline
+from neuron_fabric.hdl.request import idle_after
 from neuron_fabric.host.facts import TopParams
 from neuron_fabric.sim import formal
 from neuron_fabric.sim.toolchain import BUILD
@@ -54,7 +54,7 @@ SMALLEST = dict(line_bits=64, workers=4, stages=1, regions=0, max_outstanding=4)
 #: The request pipeline is idle in every cycle in which hold has been high
 #: for that cycle and the IDLE_AFTER before it (RequestIdleSpec proves it,
 #: CsrBoundSpec assumes it).
-IDLE_AFTER = RequestPipeline(TopParams(**SMALL)).idle_after
+IDLE_AFTER = idle_after(TopParams(**SMALL))
 #: Cycles a control write may wait for BVALID (docs/top.md), given
 #: IDLE_AFTER; the spec's BOUND.
 CONTROL_WRITE_BOUND = control_write_bound(IDLE_AFTER)

@@ -1,0 +1,131 @@
+"""``make latency``: the top's own latencies in cycles, one transaction at a
+time, in the Amaranth simulator.
+
+Every channel the top drives is always ready and the memory answers the
+cycle after each address (AR -> R, AW and W -> B), so what is counted is
+the top's own pipeline.  Figures (the table in docs/top.md, Latency and
+rate): from the edge at which a request is accepted to the edge at which
+its response is taken (MemWr -> NDR, BYPASS read -> DRS, G-Binary read ->
+DRS), and from the edge at which AWVALID and WVALID are first offered
+together, with nothing in flight, to the edge at which BVALID is taken
+(control write).
+
+    python -m neuron_fabric.sim.latency [--profile full] [--line-bits 512]
+"""
+
+import argparse
+import sys
+
+from neuron_fabric.host.facts import DEFAULTS, PROFILES, Mode, ReqOpcode, RwdOpcode, TopParams
+from neuron_fabric.host.regmap import RegisterMap, cfg_encode
+
+__all__ = ["measure"]
+
+#: Cycles the bench lets pass after a control write before the next read,
+#: more than the request pipeline's quiet cycles after it.
+SETTLE = 40
+
+
+def measure(**params):
+    """``{name: cycles}`` for the top of ``params`` (``Top``'s keywords; see
+    the module docstring), and the G-Binary read's first DRS word (a check
+    that the read went through the core)."""
+    from neuron_fabric.hdl.top import Top
+    from neuron_fabric.sim.amaranth_sim import run_testbenches
+
+    dut = Top(**params)
+    rmap = RegisterMap(dut.params)
+    axi, axil = dut.m_axi, dut.s_axil
+    res = {}
+
+    async def bench(ctx):
+        for ready in (dut.s2m_drs.ready, dut.s2m_ndr.ready, axi.arready, axi.awready,
+                      axi.wready, axil.bready, axil.rready):
+            ctx.set(ready, 1)
+        await ctx.tick().repeat(5)
+
+        async def memory_cycle():
+            """One edge, the memory answering the cycle after each address."""
+            ar, arid = ctx.get(axi.arvalid), ctx.get(axi.arid)
+            aw, awid = ctx.get(axi.awvalid), ctx.get(axi.awid)
+            await ctx.tick()
+            ctx.set(axi.rvalid, ar or (ctx.get(axi.rvalid) and not ctx.get(axi.rready)))
+            if ar:
+                ctx.set(axi.rid, arid), ctx.set(axi.rdata, 0x0F0F0F0F), ctx.set(axi.rlast, 1)
+            ctx.set(axi.bvalid, aw or (ctx.get(axi.bvalid) and not ctx.get(axi.bready)))
+            if aw:
+                ctx.set(axi.bid, awid)
+
+        async def until_taken(stream):
+            n = 0
+            while not ctx.get(stream.valid):
+                await memory_cycle()
+                n += 1
+            return n
+
+        async def offer(stream, **fields):
+            for name, value in fields.items():
+                ctx.set(getattr(stream.payload, name), value)
+            ctx.set(stream.valid, 1)
+            await ctx.tick().until(stream.ready)
+            ctx.set(stream.valid, 0)
+
+        async def read(tag):
+            await offer(dut.m2s_req, opcode=ReqOpcode.MEM_RD, addr=64 * tag, tag=tag)
+            n = await until_taken(dut.s2m_drs)
+            word = ctx.get(dut.s2m_drs.payload.data) & 0xFFFFFFFF
+            await memory_cycle()
+            ctx.set(axi.rvalid, 0)
+            return n, word
+
+        async def control_write(offset, value):
+            ctx.set(axil.awaddr, offset), ctx.set(axil.wdata, value), ctx.set(axil.wstrb, 0xF)
+            ctx.set(axil.awvalid, 1), ctx.set(axil.wvalid, 1)
+            n = 0
+            while True:
+                await ctx.tick()
+                n += 1
+                if ctx.get(axil.awready):
+                    ctx.set(axil.awvalid, 0)
+                if ctx.get(axil.wready):
+                    ctx.set(axil.wvalid, 0)
+                if ctx.get(axil.bvalid):
+                    break
+            await ctx.tick()
+            return n
+
+        await offer(dut.m2s_rwd, opcode=RwdOpcode.MEM_WR, addr=0x1000, tag=7, data=1)
+        res["MemWr -> NDR"] = await until_taken(dut.s2m_ndr)
+        await memory_cycle()
+        ctx.set(axi.bvalid, 0)
+        res["BYPASS read -> DRS"], _ = await read(1)
+        res["control write, AW/W -> BVALID"] = await control_write(
+            rmap["DEFAULT_CFG"].offset, cfg_encode(Mode.GBINARY))
+        await ctx.tick().repeat(SETTLE)
+        res["G-Binary read -> DRS"], res["gbinary_word"] = await read(2)
+
+    run_testbenches(dut, bench)
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.latency",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="full")
+    ap.add_argument("--line-bits", type=int, default=DEFAULTS["line_bits"])
+    args = ap.parse_args(argv)
+    try:
+        params = TopParams(line_bits=args.line_bits, profile=args.profile)
+    except ValueError as e:
+        ap.exit(2, f"error: {e}\n")
+    res = measure(line_bits=args.line_bits, profile=args.profile)
+    print(f"top, {args.profile} profile, LINE_BITS {args.line_bits}, STAGES {params.stages}: "
+          "cycles, one transaction at a time, memory answering the cycle after")
+    for name, cycles in res.items():
+        if name != "gbinary_word":
+            print(f"  {name:32s} {cycles}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
