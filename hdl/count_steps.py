@@ -1,35 +1,7 @@
 """The count-sum unit's steps (contract section 5.3): what
 :class:`~.count_sum.CountSum` computes between its pipeline registers, and
 the worker-major permutation (:func:`element_major`) its views and
-:class:`~.hierarchy.Hierarchy` share.
-
-Each step is one level: LUTs of a few register outputs, or carry chains
-whose operands come straight from registers (no logic before or after a
-chain in its step).  A count lane is read four ways (*trees*: element-major
-COUNTS4 and COUNTS8, worker-major COUNTS4 and COUNTS8); the line's
-configuration, which arrives with the line, picks one, and only from the
-first register on::
-
-    A  (from the input) each tree's partial counts summed in pairs (carry
-       chains: four sums of two nibbles for COUNTS4, two sums of two bytes
-       for COUNTS8); per line: the tree, the format, the class of the
-       gate (``count_math``), and the sums of total and threshold the
-       limits are chosen from (carry chains)
-    B  each COUNTS4 tree's pair sums summed in pairs again (carry chains),
-       so that every tree holds two operands whose sum is c; every tree
-       but the line's zeroed (a synchronous reset)
-    C  the two operands: the OR of the trees' (only one is not zero); the
-       lane's two limit constants (``count_math.lane_limits``)
-    D  three carry-save additions of a constant: Z (c for COUNT, 2c - T
-       otherwise), 2c - T - Th' and 2c - T + Th' - 1
-    E  three carry chains: Z, and the signs g1 (a >= Th') and g2
-       (a <= -Th')
-
-and after the last register the output lane (:func:`output_lane`, one LUT
-a bit): c or floor(total / 2), a or 0, +1, -1 or 0.  The hierarchy wrapper
-ORs it with the core's line, which it makes 0 for a count line, so that
-LUT is the wrapper's output gate too.
-"""
+:class:`~.hierarchy.Hierarchy` share."""
 
 import dataclasses
 from dataclasses import dataclass
@@ -40,11 +12,14 @@ from amaranth import Cat, Const, Mux
 from neuron_fabric.host.facts import (COUNT_LANE_BITS, Format, GateKind, Mode, Operand,
                                       count_geometry)
 
-from .count_math import (ARITH_BITS, COUNT_BITS, MARGIN_BITS, add_carry, carry_save,
-                         lane_limits, limit_class, limit_constants, line_limits)
-from .datapath.bundles import Copies, Groups
+from .datapath.pipeline import Copies, Groups
 
-__all__ = ["element_major", "output_lane", "COUNT_PLACEMENT", "CountLine", "CountSteps"]
+__all__ = ["element_major", "COUNT_PLACEMENT", "CountLine", "CountSteps"]
+
+
+#: Bits of a partial count the count unit adds at a time (COUNTS8 counts are
+#: two of them).
+_NIBBLE = 4
 
 
 def element_major(line, contributors, unit_bits):
@@ -75,24 +50,12 @@ COUNT_PLACEMENT = {
     **{s: (s - 5, 1, 1, 1, 1, 1) for s in range(5, 9)},
 }
 
-#: The readings of a count lane whose sums step A forms: element-major, and
-#: worker-major COUNTS4 and COUNTS8.  Each sums its eight nibbles in two
-#: halves, the even ones (a COUNTS8 byte's low nibble) and the odd ones,
-#: each in two pairs.
-VIEWS = ("em", "wm4", "wm8")
-#: The flags that zero each of step B's registers but the line's: the
-#: element-major even half, its odd half as COUNTS4 and as COUNTS8
-#: (weighing 16), the worker-major COUNTS4 halves and COUNTS8 halves.
-TREES = ("em", "em4", "em8", "wm4", "wm8")
-_PAIR_BITS, _HALF_BITS = 5, 6               # a sum of two nibbles, of four
-_U_BITS, _V_BITS = _HALF_BITS, _HALF_BITS + 4
-
 
 @dataclass(frozen=True)
 class CountLine:
     """A count line between two steps; a field is None where the line has
     it not (yet or any more).  Field types as in
-    :mod:`~neuron_fabric.hdl.datapath.bundles`: per-line values, per-lane
+    :mod:`~neuron_fabric.hdl.datapath.pipeline`: per-line values, per-lane
     :class:`Copies` of per-line controls, per-lane :class:`Groups`."""
     # per line, at the input
     mode: object = None
@@ -101,64 +64,61 @@ class CountLine:
     threshold: object = None
     total: object = None
     operand: object = None
-    layout: object = None
-    # per line, on the way to the step that spreads them
-    is_count: object = None             # the COUNT format (or one the build lacks)
-    is_sign: object = None
-    rest: object = None                 # a COUNT lane's gated value (0 but for a count line)
-    select: object = None               # a transformed count line
-    # per-line controls, one copy per lane (or per few lanes)
-    trees: Optional[Copies] = None      # which of step B's registers hold the line's (TREES)
-    cls: object = None                  # the line's limit class
-    limits: object = None               # count_math.limit_constants, then line_limits
-    kz: Optional[Copies] = None         # Z's constant
-    lane_count: Optional[Copies] = None
-    lane_sign: Optional[Copies] = None
-    lane_rest: Optional[Copies] = None
-    lane_select: Optional[Copies] = None
+    # per-line controls, one copy per count lane
+    route: Optional[Copies] = None      # layout and operand: which view of the line
+    select: Optional[Copies] = None     # a transformed count line
+    keep_all: Optional[Copies] = None   # G-Binary
+    pattern_on: Optional[Copies] = None
+    wide: Optional[Copies] = None       # COUNTS8: the odd nibbles weigh 16
+    is_count: Optional[Copies] = None   # output format, one-hot (COUNT for those
+    is_margin: Optional[Copies] = None  # the build lacks)
+    is_sign: Optional[Copies] = None
+    total_c: Optional[Copies] = None    # total
+    high: Optional[Copies] = None       # MARGIN gate: ceil((total + T) / 2), else 1023
+    low: Optional[Copies] = None        # MARGIN gate: floor((total - T) / 2) + 1, else 0
+    half: Optional[Copies] = None       # floor(total / 2)
     # per count lane
     data: Optional[Groups] = None       # the stored line, 32 bits a lane
     mask: Optional[Groups] = None       # the PATTERN mask bit
-    keep: Optional[Groups] = None       # a count line's lane kept by G-Binary or the mask
-    pairs: Optional[Groups] = None      # every view's four pair sums
-    halves: Optional[Groups] = None     # every view's two halves, zero but the line's
-    uv: Optional[Groups] = None         # the line's two operands
-    kh: Optional[Groups] = None         # the positive side's constant
-    kl: Optional[Groups] = None         # the negative side's constant
-    saved: Optional[Groups] = None      # carry-save (sum, carry) of Z and of g1's, g2's sums
-    z: Optional[Groups] = None          # Z
-    sides: Optional[Groups] = None      # g1, g2
+    pairs: Optional[Groups] = None      # four sums of two nibbles, for each view
+    sums: Optional[Groups] = None       # the even and the odd nibbles' sums
+    count: Optional[Groups] = None      # c
+    keep: Optional[Groups] = None       # kept by G-Binary or the PATTERN mask
+    margin: Optional[Groups] = None     # a = 2c - total, 12 bits
+    nonzero: Optional[Groups] = None    # a != 0, as two bits whose OR it is
+    kept: Optional[Groups] = None       # the gate keeps the lane
+    out: Optional[Groups] = None        # the output lane
 
 
-def _cut(vector, widths):
-    """``vector`` cut into consecutive fields of ``widths``."""
-    out, pos = [], 0
-    for w in widths:
-        out.append(vector[pos:pos + w])
-        pos += w
-    return out
-
-
-def output_lane(z, sides, is_sign, rest):
-    """A count lane's 32 output bits after the last register, each one LUT
-    of Z's bit, g1, g2, the SIGN flag and ``rest``'s bit (the gated COUNT
-    value): kept (g1 | g2), Z (c, or a sign-extended) or +1 / -1 by g1, g2
-    for SIGN; gated, ``rest`` (0 but for COUNT).  All zero for a line that
-    is no count line (its lanes are never kept and its ``rest`` is 0)."""
-    g1, g2 = sides[0], sides[1]
-    kept = g1 | g2
-    bits = []
-    for j in range(COUNT_LANE_BITS):
-        value = z[min(j, MARGIN_BITS - 1)]
-        sign = Const(1) if j == 0 else g2
-        gated = rest[j] if j < len(rest) else Const(0)
-        bits.append(Mux(kept, Mux(is_sign, sign, value), gated))
-    return Cat(*bits)
+#: The nibbles of a lane a pair adds: (0, 2), (4, 6) of the even sum, (1, 3),
+#: (5, 7) of the odd one.
+_PAIRS = ((0, 2), (4, 6), (1, 3), (5, 7))
+_PAIR_BITS = _NIBBLE + 1
+_SUM_BITS = _NIBBLE + 2
+_COUNT_BITS = 10                        # c <= 1020
+_MARGIN_BITS = 12                       # -1023 <= a <= 2046
 
 
 class CountSteps:
     """The count unit's five steps over a line's 32-bit count lanes, with
-    the features ``profile`` lacks hard-wired away as in the core."""
+    the features ``profile`` lacks hard-wired away as in the core::
+
+        A  for the element-major line and both worker-major views of it
+           (wiring), four sums of two nibbles per lane; per line: the
+           format (one-hot), the gate flags, the MARGIN gate's limits on c
+           (ceil((total + T) / 2) and floor((total - T) / 2) + 1 when the
+           gate applies, limits no count reaches when not), and total / 2
+        B  the pairs of the line's view (a 3:1 multiplexer on the route
+           copy), and the sums of the even and of the odd nibbles
+        C  c: even + odd (COUNTS4), or even + 16 * odd (COUNTS8: each odd
+           nibble is the high half of a byte); whether G-Binary or the
+           PATTERN mask keeps the lane
+        D  a = 2c - total, its sign, whether a != 0; the MARGIN gate
+           |a| >= T as c >= ceil((total + T) / 2) or c <= floor((total - T) / 2)
+           (10-bit compares of c with the limits); whether the lane is kept
+           (one LUT after the compares)
+        E  the output lane by format (the gated value when not kept)
+    """
 
     def __init__(self, line_bits, profile, wire):
         self._lanes = line_bits // COUNT_LANE_BITS
@@ -167,133 +127,116 @@ class CountSteps:
 
     @property
     def steps(self):
-        return (self.pair_sums, self.operands, self.merge, self.carry_save, self.sums)
+        return (self.pair_sums, self.view_sums, self.counts, self.gates, self.output)
 
-    def _views(self, line):
-        """Each lane of the line as the element-major, the worker-major
-        COUNTS4 and the worker-major COUNTS8 readings see it."""
+    def pair_sums(self, line: CountLine) -> CountLine:
+        has = self._profile.has
         raw = self._wire(Cat(*line.data))
         # (each view through a signal of its own: slicing the permutation
         # itself would rebuild it for every slice at elaboration)
-        w4, w8 = (self._wire(element_major(raw, contributors, bits)) for bits, contributors in
-                  map(count_geometry, (Operand.COUNTS4, Operand.COUNTS8)))
-        lane = COUNT_LANE_BITS
-        return [(raw[g * lane:(g + 1) * lane], w4[g * lane:(g + 1) * lane],
-                 w8[g * lane:(g + 1) * lane]) for g in range(self._lanes)]
-
-    def _pairs(self, vector, unit):
-        """Sums of consecutive pairs of ``unit``-bit fields of ``vector``."""
-        n = len(vector) // unit
-        return [self._wire(vector[2 * k * unit:(2 * k + 1) * unit] +
-                           vector[(2 * k + 1) * unit:(2 * k + 2) * unit]) for k in range(n // 2)]
-
-    def _flags(self, line):
-        """Per line: (select, keep-all, pattern gate, margin gate, SIGN, COUNT)."""
-        has = self._profile.has
+        views = [raw] + [self._wire(element_major(raw, contributors, bits))
+                         for bits, contributors in
+                         map(count_geometry, (Operand.COUNTS4, Operand.COUNTS8))]
+        pairs = []
+        for g in range(self._lanes):
+            sums = []
+            for view in views:
+                lane = view[g * COUNT_LANE_BITS:(g + 1) * COUNT_LANE_BITS]
+                nib = [lane[k * _NIBBLE:(k + 1) * _NIBBLE] for k in range(8)]
+                sums += [self._wire(nib[x] + nib[y]) for x, y in _PAIRS]
+            pairs.append(Cat(*sums))
         ternary = line.mode == Mode.GTERNARY
-        margin_on, pattern_on = Const(0), ternary
+        total, threshold = line.total, line.threshold
+        pattern_on, high, low = ternary, None, None
         if has("gate_margin"):
-            margin_on = ternary & (line.gate_kind == GateKind.MARGIN)
             pattern_on = ternary & (line.gate_kind == GateKind.PATTERN)
-        is_margin = line.format == Format.MARGIN if has("format_margin") else Const(0)
-        is_sign = line.format == Format.SIGN if has("format_sign") else Const(0)
-        select = line.mode[1] & (line.operand != Operand.SIGNS)
-        return (select, line.mode == Mode.GBINARY, pattern_on, margin_on, is_sign,
-                ~(is_margin | is_sign))
+            margin_on = self._wire(ternary & (line.gate_kind == GateKind.MARGIN))
+            # T <= total in range, so the low limit is at least 1 there;
+            # c <= 1020 never reaches the high limit 1023.
+            high = Mux(margin_on, (total + threshold + 1)[1:], (1 << _COUNT_BITS) - 1)
+            low = Mux(margin_on, (total - threshold + 2)[1:_COUNT_BITS + 1], 0)
+        code = Const(Format.COUNT, 2)
+        if has("format_margin"):
+            code = Mux(line.format == Format.MARGIN, Format.MARGIN, code)
+        if has("format_sign"):
+            code = Mux(line.format == Format.SIGN, Format.SIGN, code)
+        code = self._wire(code)
 
-    def pair_sums(self, line: CountLine) -> CountLine:
-        def pairs(lane):
-            nib = [lane[4 * k:4 * k + 4] for k in range(8)]
-            return Cat(*self._pairs(Cat(*nib[0::2], *nib[1::2]), 4))
+        def spread(value):
+            return None if value is None else Copies.spread(value, self._lanes)
 
-        sums = Groups(Cat(*map(pairs, views)) for views in self._views(line))
-        select, keep_all, pattern_on, margin_on, is_sign, is_count = self._flags(line)
-        c4, c8, wm = (line.operand == Operand.COUNTS4, line.operand == Operand.COUNTS8,
-                      line.layout)
-        # Z = c for COUNT, 2c - T (-T as ~T and a carry in) otherwise
-        total = Cat(line.total, Const(0, ARITH_BITS - len(line.total)))
         return CountLine(
-            is_count=self._wire(is_count), is_sign=self._wire(is_sign),
-            rest=self._wire(Mux(select & is_count, line.total[1:], 0)), select=select,
-            trees=Copies.each(self._wire(Cat(~wm & (c4 | c8), ~wm & c4, ~wm & c8, wm & c4,
-                                             wm & c8)), self._lanes),
-            # (a line that is no count line is never kept: no MARGIN gate, keep 0)
-            cls=self._wire(limit_class(select & margin_on, is_sign, line.threshold == 0)),
-            limits=self._wire(limit_constants(line.total, line.threshold)),
-            kz=self._wire(Mux(is_count, 0, ~total)),
-            keep=Groups(self._wire(select & (keep_all | (pattern_on & m))) for m in line.mask),
-            pairs=sums)
+            route=line.route, mask=line.mask, pairs=Groups(pairs),
+            select=spread(line.mode[1] & (line.operand != Operand.SIGNS)),
+            keep_all=spread(line.mode == Mode.GBINARY), pattern_on=spread(pattern_on),
+            wide=spread(line.operand[1]),
+            is_count=spread(code == Format.COUNT), is_margin=spread(code == Format.MARGIN),
+            is_sign=spread(code == Format.SIGN), total_c=spread(total),
+            high=spread(high), low=spread(low), half=spread(total[1:]))
 
-    def operands(self, line: CountLine) -> CountLine:
-        regs = []
-        for g, pairs in enumerate(line.pairs):
-            on = line.trees[g]
-            (em_lo, em_hi), (w4_lo, w4_hi), (w8_lo, w8_hi) = (
-                self._pairs(part, _PAIR_BITS) for part in _cut(pairs, (4 * _PAIR_BITS,) * 3))
-            # every register but the line's reads 0 (a reset)
-            parts = (em_lo, em_hi, em_hi, w4_lo, w4_hi, w8_lo, w8_hi)
-            flags = (on[0], on[1], on[2], on[3], on[3], on[4], on[4])
-            regs.append(Cat(*(Mux(f, part, 0) for f, part in zip(flags, parts))))
+    def view_sums(self, line: CountLine) -> CountLine:
+        width = len(_PAIRS) * _PAIR_BITS
+        sums = []
+        for route, pairs in zip(line.route, line.pairs):
+            worker_major, wide = route[0], route[2]
+            em, w4, w8 = (pairs[v * width:(v + 1) * width] for v in range(3))
+            chosen = self._wire(Mux(worker_major, Mux(wide, w8, w4), em))
+            p = [chosen[k * _PAIR_BITS:(k + 1) * _PAIR_BITS] for k in range(len(_PAIRS))]
+            sums.append(Cat(self._wire(p[0] + p[1]), self._wire(p[2] + p[3])))
+        return dataclasses.replace(line, route=None, pairs=None, sums=Groups(sums))
 
-        def spread(value):
-            return Copies.spread(value, self._lanes)
+    def counts(self, line: CountLine) -> CountLine:
+        counts, keep = [], []
+        for g, sums in enumerate(line.sums):
+            even, odd = sums[:_SUM_BITS], sums[_SUM_BITS:]
+            # one adder, its second operand chosen: odd or 16 * odd
+            addend = Mux(line.wide[g], Cat(Const(0, _NIBBLE), odd), odd)
+            counts.append(self._wire((even + addend)[:_COUNT_BITS]))
+            keep.append(self._wire(line.keep_all[g] | (line.pattern_on[g] & line.mask[g])))
+        return dataclasses.replace(line, sums=None, wide=None, keep_all=None, pattern_on=None,
+                                   mask=None, count=Groups(counts), keep=Groups(keep))
 
-        return dataclasses.replace(
-            line, trees=None, pairs=None, halves=Groups(regs), cls=None,
-            limits=spread(self._wire(line_limits(line.limits, line.cls))), kz=spread(line.kz),
-            lane_count=spread(line.is_count), is_count=None)
+    def gates(self, line: CountLine) -> CountLine:
+        margins, nonzero, kept = [], [], []
+        for g, c in enumerate(line.count):
+            twice = Cat(Const(0, 1), c)
+            margins.append(self._wire((twice - line.total_c[g])[:_MARGIN_BITS]))
+            # a = 2c - total is 0 iff total is even and c = total / 2: an
+            # equality (LUTs), not a third carry chain beside the limits'
+            # compares; in two halves of c, ORed in step E
+            half, split = line.half[g], _COUNT_BITS // 2
+            nonzero.append(self._wire(Cat(c[:split] != half[:split],
+                                          (c[split:] != half[split:]) | line.total_c[g][0])))
+            keep = line.keep[g]
+            if line.high is not None:
+                # |2c - total| >= T  <=>  2c >= total + T  or  2c <= total - T
+                keep = keep | (c >= line.high[g]) | (c < line.low[g])
+            kept.append(self._wire(keep))
+        return dataclasses.replace(line, total_c=None, high=None, low=None, keep=None,
+                                   margin=Groups(margins), nonzero=Groups(nonzero),
+                                   kept=Groups(kept))
 
-    def merge(self, line: CountLine) -> CountLine:
-        uvs, kh, kl = [], [], []
-        for g, regs in enumerate(line.halves):
-            em, em4, em8, w4_lo, w4_hi, w8_lo, w8_hi = _cut(regs, (_HALF_BITS,) * 7)
-            # only the line's registers are not zero: their OR is its two operands
-            # u (even halves) and v (odd halves; a COUNTS8 odd half weighs 16)
-            u = self._or(em, w4_lo, w8_lo)
-            v = self._or(em4, Cat(Const(0, 4), em8), w4_hi, Cat(Const(0, 4), w8_hi))
-            uvs.append(Cat(u, v))
-            h, low = lane_limits(line.limits[g], line.keep[g])
-            kh.append(h)
-            kl.append(low)
-        return dataclasses.replace(line, halves=None, limits=None, keep=None,
-                                   uv=Groups(uvs), kh=Groups(kh), kl=Groups(kl))
-
-    def carry_save(self, line: CountLine) -> CountLine:
-        saved = []
-        for g, uv in enumerate(line.uv):
-            u, v = _cut(uv, (_U_BITS, _V_BITS))
-            twice_u, twice_v = Cat(Const(0, 1), u), Cat(Const(0, 1), v)
-            count = line.lane_count[g]
-            # Z: c for COUNT (no constant), 2c - T otherwise
-            zu, zv = Mux(count, u, twice_u), Mux(count, v, twice_v)
-            saved.append(Cat(*(part for x, y, k in ((zu, zv, line.kz[g]),
-                                                    (twice_u, twice_v, line.kh[g]),
-                                                    (twice_u, twice_v, line.kl[g]))
-                               for part in carry_save(x, y, k))))
-
-        def spread(value):
-            return Copies.spread(value, self._lanes)
-
-        return dataclasses.replace(
-            line, uv=None, kz=None, kh=None, kl=None, saved=Groups(saved),
-            lane_sign=spread(line.is_sign), lane_rest=spread(line.rest),
-            lane_select=spread(line.select), is_sign=None, rest=None, select=None)
-
-    def sums(self, line: CountLine) -> CountLine:
-        zs, sides = [], []
-        n = ARITH_BITS
-        for g, saved in enumerate(line.saved):
-            sz, cz, sh, ch, sl, cl = _cut(saved, (n,) * 6)
-            zs.append(add_carry(sz, Cat(Const(0, 1), cz), ~line.lane_count[g], n)[:MARGIN_BITS])
-            # 2c - T - Th' >= 0, and 2c - T + Th' - 1 < 0 (the sign bits)
-            pos = add_carry(sh, Cat(Const(0, 1), ch), Const(1), n)[-1]
-            neg = add_carry(sl, Cat(Const(0, 1), cl), Const(0), n)[-1]
-            sides.append(Cat(~pos, neg))
-        return dataclasses.replace(line, saved=None, lane_count=None, z=Groups(zs),
-                                   sides=Groups(sides))
-
-    def _or(self, *values):
-        out = Const(0, max(len(v) for v in values))
-        for v in values:
-            out = out | v
-        return self._wire(out)
+    def output(self, line: CountLine) -> CountLine:
+        lanes = []
+        for g, (c, a, nonzero, kept) in enumerate(zip(line.count, line.margin, line.nonzero,
+                                                  line.kept)):
+            is_count, is_margin, is_sign = (line.is_count[g], line.is_margin[g],
+                                            line.is_sign[g])
+            neg = a[-1]
+            # A forced value as AND/OR logic (see hdl/datapath/steps_full.py).
+            upper = self._wire(kept & ((is_margin & neg) | (is_sign & neg)))
+            bits = []
+            for j in range(COUNT_LANE_BITS):
+                if j >= _MARGIN_BITS:
+                    bits.append(upper)
+                    continue
+                sign_j = nonzero.any() if j == 0 else neg   # sgn(a): 1, 0 or all ones
+                value = (is_margin & a[j]) | (is_sign & sign_j)
+                if j < _COUNT_BITS:
+                    value = value | (is_count & c[j])
+                    gated = is_count & line.half[g][j] if j < len(line.half[g]) else Const(0)
+                    bits.append((kept & value) | (~kept & gated))
+                else:
+                    bits.append(kept & value)
+            lanes.append(Cat(*bits))
+        return CountLine(select=line.select, out=Groups(lanes))

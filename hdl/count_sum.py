@@ -22,10 +22,9 @@ from amaranth.lib.wiring import In, Out
 from neuron_fabric.host.facts import COUNT_LANE_BITS
 from neuron_fabric.host.regmap import CFG_FIELDS, HIERARCHY_CFG_FIELDS
 
-from .count_steps import COUNT_PLACEMENT, CountLine, CountSteps, output_lane
+from .count_steps import COUNT_PLACEMENT, CountLine, CountSteps
 from .datapath import DatapathDesign, InputLayout
-from .datapath.bundles import Groups
-from .datapath.pipeline import Pipeline
+from .datapath.pipeline import Copies, Groups, Pipeline
 
 __all__ = ["HierarchyInputLayout", "CountOutLayout", "CountSum", "BesideCore"]
 
@@ -107,7 +106,9 @@ class CountSum(BesideCore):
         i = self.i_stream.payload
         line = CountLine(
             mode=i.mode, format=i.format, gate_kind=i.gate_kind, threshold=i.gate_threshold,
-            total=i.total, operand=i.operand, layout=i.layout,
+            total=i.total, operand=i.operand,
+            # one register per lane for the view's multiplexer
+            route=Copies(Cat(i.layout, i.operand) for _ in range(lanes)),
             data=Groups(i.line[g * COUNT_LANE_BITS:(g + 1) * COUNT_LANE_BITS]
                         for g in range(lanes)),
             mask=Groups(i.gate_mask[g] for g in range(lanes)))
@@ -115,9 +116,7 @@ class CountSum(BesideCore):
         m.d.comb += [
             self.i_stream.ready.eq(pipe.in_ready),
             self.o_stream.valid.eq(pipe.out_valid),
-            self.o_stream.payload.line.eq(Cat(*(
-                output_lane(z, sides, sign, rest) for z, sides, sign, rest in
-                zip(out.z, out.sides, out.lane_sign, out.lane_rest)))),
-            self.o_stream.payload.select.eq(Cat(*out.lane_select)),
+            self.o_stream.payload.line.eq(Cat(*out.out)),
+            self.o_stream.payload.select.eq(Cat(*out.select)),
         ]
         return m

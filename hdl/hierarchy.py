@@ -6,25 +6,16 @@ core.
 three more per-line fields on the input, ``layout``, ``operand`` and
 ``total`` (the CFG fields of contract section 5), and holds
 
-* the core (:class:`~neuron_fabric.hdl.datapath.Datapath`) built with a
-  *view*: beside the line it takes the line's element-major permutation
-  (:func:`element_major`: wiring only) and whether to count that
-  (worker-major, SIGNS and transformed).  The core registers both
-  arrangements at its input, the permutation's long wires ending on
-  flip-flops, and chooses after its first counts (``hdl/datapath``), so
-  that the choice, known only with the line, drives a register first;
-* the count-sum unit (:class:`~.count_sum.CountSum`, ``hdl/count_sum.py``)
-  beside the core, fed the same lines in the same cycles, with the same
-  latency (STAGES) and the same stall rule, so the two pipelines move in
-  lockstep;
-* the output: for a transformed count line the core is given a
-  configuration that zeroes every lane (G-Ternary, MARGIN format, the
-  MARGIN gate with a threshold above W: each lane gated, reading 0) and the
-  count unit's lanes are 0 for any other line, so the output is the OR of
-  the two lines, one LUT a bit with the count unit's last gate
-  (``hdl/count_steps.py`` :func:`~.count_steps.output_lane`).  A profile
-  without the MARGIN format or gate takes the count unit's lane by a 2:1
-  multiplexer per 32-bit lane instead.
+* the permutation of a SIGNS line from the worker-major layout to the
+  element-major one (:func:`element_major`: wiring only) and one 2:1
+  multiplexer in front of the core, selected when the line is worker-major,
+  SIGNS and transformed (G-Binary or G-Ternary);
+* the core (:class:`~neuron_fabric.hdl.datapath.Datapath`), unchanged;
+* the count-sum unit (:class:`~.count_sum.CountSum`, ``hdl/count_sum.py``) beside the core, fed the same
+  lines in the same cycles, with the same latency (STAGES) and the same
+  stall rule, so the two pipelines move in lockstep;
+* one 2:1 multiplexer per 32-bit output lane that takes the count unit's
+  lane for a transformed count line and the core's otherwise.
 
 Lines leave in order, one per cycle with the output ready held high, each
 STAGES cycles after it was accepted: the wrapper's handshake is the core's.
@@ -41,7 +32,7 @@ lanes, ``phase = (line_index * E) mod P``); for a count line, bit ``j``
 
 from amaranth import Module, Mux
 
-from neuron_fabric.host.facts import COUNT_LANE_BITS, Format, GateKind, Mode, Operand
+from neuron_fabric.host.facts import COUNT_LANE_BITS, Operand
 
 from .count_steps import element_major
 from .count_sum import BesideCore, CountOutLayout, CountSum, HierarchyInputLayout
@@ -52,10 +43,6 @@ __all__ = ["element_major", "HierarchyInputLayout", "CountOutLayout", "CountSum"
 
 #: Verilog module name of the exported wrapper.
 HIERARCHY_MODULE = "neuron_fabric_hierarchy"
-
-#: A MARGIN-gate threshold above every W (contract section 1): the core
-#: gates every lane of a line given it.
-ZERO_THRESHOLD = 31
 
 
 class Hierarchy(BesideCore):
@@ -85,36 +72,26 @@ class Hierarchy(BesideCore):
     def elaborate(self, platform):
         m = Module()
         p = self.params
-        core = m.submodules.core = Datapath(**self._kwargs, view=True)
+        core = m.submodules.core = Datapath(**self._kwargs)
         counts = m.submodules.counts = CountSum(**self._kwargs)
         i, o = self.i_stream, self.o_stream
-        # The core counts a worker-major SIGNS line's lanes element-major.
+        # The core sees SIGNS lines element-major.
         permute = i.payload.layout & (i.payload.operand == Operand.SIGNS) & i.payload.mode[1]
-        count_line = i.payload.mode[1] & (i.payload.operand != Operand.SIGNS)
-        ours = {name for name, _ in i.payload.shape()}
+        signs = Mux(permute, element_major(i.payload.line, p.workers, 1), i.payload.line)
         m.d.comb += [
             core.i_stream.valid.eq(i.valid), counts.i_stream.valid.eq(i.valid),
             i.ready.eq(core.i_stream.ready),
-            core.i_stream.payload.view.eq(element_major(i.payload.line, p.workers, 1)),
-            core.i_stream.payload.use_view.eq(permute),
+            core.i_stream.payload.line.eq(signs),
             *(core.i_stream.payload[name].eq(i.payload[name])
-              for name, _ in core.i_stream.payload.shape() if name in ours),
+              for name, _ in core.i_stream.payload.shape() if name != "line"),
             counts.i_stream.payload.eq(i.payload),
             core.o_stream.ready.eq(o.ready), counts.o_stream.ready.eq(o.ready),
             o.valid.eq(core.o_stream.valid),
             o.payload.tag.eq(core.o_stream.payload.tag),
         ]
-        theirs, line = core.o_stream.payload.line, counts.o_stream.payload.line
-        if self._design.profile.has("format_margin") and self._design.profile.has("gate_margin"):
-            # every lane of the core gated, reading 0, for a count line
-            blank = {"mode": Mode.GTERNARY, "format": Format.MARGIN,
-                     "gate_kind": GateKind.MARGIN, "gate_threshold": ZERO_THRESHOLD}
-            m.d.comb += [core.i_stream.payload[name].eq(Mux(count_line, value, i.payload[name]))
-                         for name, value in blank.items()]
-            m.d.comb += o.payload.line.eq(theirs | line)
-            return m
         select = counts.o_stream.payload.select
         for g in range(len(select)):
             lane = slice(g * COUNT_LANE_BITS, (g + 1) * COUNT_LANE_BITS)
-            m.d.comb += o.payload.line[lane].eq(Mux(select[g], line[lane], theirs[lane]))
+            m.d.comb += o.payload.line[lane].eq(Mux(select[g], counts.o_stream.payload.line[lane],
+                                                    core.o_stream.payload.line[lane]))
         return m

@@ -55,8 +55,7 @@ from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CORE_FEATURES, DatapathParams, Profile, PROFILES
 
-from .bundles import Geometry
-from .pipeline import PLACEMENT, REPLICA_BITS, Pipeline
+from .pipeline import PLACEMENT, REPLICA_BITS, Geometry, Pipeline
 from .ports import InputLayout, LineIn, LineOut, OutputLayout
 from .steps_full import FullSteps
 from .steps_paper import PaperSteps
@@ -79,22 +78,20 @@ class DatapathDesign:
     """
     params: DatapathParams
     profile: Profile
-    view: bool = False
 
     @classmethod
-    def of(cls, *, line_bits=512, workers=8, stages=5, profile="full", view=False):
+    def of(cls, *, line_bits=512, workers=8, stages=5, profile="full"):
         """From :class:`Datapath`'s parameters (``profile`` a name or a
         :class:`Profile`)."""
         if isinstance(profile, Profile):
-            return cls(DatapathParams(line_bits, workers, stages), profile, view)
-        return cls(DatapathParams(line_bits, workers, stages, profile), PROFILES[profile], view)
+            return cls(DatapathParams(line_bits, workers, stages), profile)
+        return cls(DatapathParams(line_bits, workers, stages, profile), PROFILES[profile])
 
     @property
     def signature(self):
         p = self.params
-        layout = InputLayout(line_bits=p.line_bits, lanes=p.lanes, view=self.view)
         return wiring.Signature({
-            "i_stream": In(stream.Signature(layout)),
+            "i_stream": In(stream.Signature(InputLayout(line_bits=p.line_bits, lanes=p.lanes))),
             "o_stream": Out(stream.Signature(OutputLayout(line_bits=p.line_bits))),
         })
 
@@ -147,11 +144,6 @@ class Datapath(wiring.Component):
         other :class:`Profile` (for feature-cost studies).  Only the
         features of :data:`~neuron_fabric.host.facts.CORE_FEATURES` concern
         the core; every profile takes the PATTERN gate as ``gate_mask``.
-    view : bool
-        The input payload has ``view`` and ``use_view`` too
-        (:class:`~.ports.InputLayout`): a line's lanes may be counted from
-        another arrangement of its bits (the hierarchy wrapper's
-        worker-major lines).  Not part of the exported core.
 
     Members
     -------
@@ -168,9 +160,9 @@ class Datapath(wiring.Component):
         For a parameter outside contract section 1 (the message quotes it).
     """
 
-    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full", view=False):
+    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):
         self._design = DatapathDesign.of(line_bits=line_bits, workers=workers, stages=stages,
-                                         profile=profile, view=view)
+                                         profile=profile)
         super().__init__(self._design.signature)
 
     @property

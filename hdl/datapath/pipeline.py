@@ -5,28 +5,28 @@ the boundaries between them (:data:`PLACEMENT`), gives each stage and each
 copy its own clock enable from a local copy of the valid chain, and keeps
 one copy of every per-line control per group of :data:`REPLICA_BITS` line
 bits.  What the steps compute lives in the step sets
-(:mod:`.steps_full`, :mod:`.steps_paper`); they pass bundles
-(:mod:`.bundles`) whose fields say by their type how they are registered.
+(:mod:`.steps_full`, :mod:`.steps_paper`); they pass bundles (frozen
+dataclasses) whose fields say by their type how they are registered:
 
-Synthesis merges equal flip-flops (same input, same initial value, same
-reset), and where the output is always ready (in the top) every enable is
-1, so copies of one control fed by one source would collapse into one
-flip-flop driving the whole line.  So the copies a register stage makes
-of one source each take another of :data:`COPY_FORMS` forms: stored as
-they are or inverted, initially 0 or 1, with a reset or without (each is
-only looked at while its line is valid).
+* an Amaranth value: a per-line signal, registered once;
+* :class:`Copies`: a per-line control with one copy per group, reached
+  through a spread tree (:meth:`Pipeline.register_copies`);
+* :class:`Groups`: one vector per group (lane data, per-lane bits), each
+  under its group's enable; a :class:`Gated` vector takes its forced bits
+  by the flip-flops' synchronous set/reset;
+* None: a field the profile does not have.
 """
 
 import dataclasses
 import functools
+from dataclasses import dataclass
 
 from amaranth import Const, Mux, Signal
 
-from .bundles import Copies, Gated, Groups, fields as bundle_fields
 from .chains import plain_chain, skid_chain, skid_register
 
-__all__ = ["PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "COPY_FORMS", "PLAIN_FORMS",
-           "Pipeline"]
+__all__ = ["PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "Copies", "Gated", "Geometry",
+           "Groups", "Pipeline", "StepSet"]
 
 
 #: For each STAGES value, how many registers sit on boundaries 0..4.
@@ -49,17 +49,92 @@ PLACEMENT = {
 #: bits and 186.9 -> 226.2 at 1024 going from 16 to 32 bits per copy).
 REPLICA_BITS = {"paper": 16, "other": 32}
 
-#: Most copies one register of a spread per-line control feeds (the forms
-#: that cost no logic, so that copies stay apart where every enable is 1).
-SPREAD_FANOUT = 4
+#: Most copies one register of a spread per-line control feeds.
+SPREAD_FANOUT = 8
 
-#: Forms a copy of a register can take that synthesis keeps apart: bit 0
-#: initially all ones, bit 1 with a reset, bit 2 stored inverted.  The
-#: inversion would cost a LUT on a copy fed by a register, so only copies
-#: of a computed value (:meth:`Copies.each`) take the inverted forms; a
-#: spread tree's copies take the first :data:`PLAIN_FORMS`.
-COPY_FORMS = 8
-PLAIN_FORMS = 4
+
+class Copies(tuple):
+    """A per-line control, one copy per group (``copies[g]`` serves group g)."""
+
+    @classmethod
+    def spread(cls, value, groups):
+        """``value`` (a register output, so each copy's register is fed by a
+        plain wire) to every group."""
+        return cls([value] * groups)
+
+
+class Groups(tuple):
+    """One vector per group (``groups[g]`` holds group g's lanes)."""
+
+
+@dataclass(frozen=True)
+class Gated:
+    """A vector whose bits read constants under conditions.
+
+    Bit ``b`` is ``const >> b & 1`` when ``cond[b]`` is high, else
+    ``value[b]``; ``cond[b]`` is None for a bit without a condition.  A
+    register of it resets the bit synchronously under ``cond[b]`` and its
+    clock enable (the reset has priority, as ECP5 flip-flops implement it).
+    """
+    value: object
+    cond: tuple
+    const: int
+
+    def __post_init__(self):
+        if len(self.cond) != len(self.value):
+            raise ValueError(f"{len(self.cond)} conditions for {len(self.value)} bits")
+
+    def __len__(self):
+        return len(self.value)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """How a line is cut: W-bit lanes, groups of ``group_bits`` line bits."""
+    line_bits: int
+    workers: int
+    group_bits: int
+
+    @property
+    def groups(self):
+        return self.line_bits // self.group_bits
+
+    @property
+    def group_lanes(self):
+        return self.group_bits // self.workers
+
+    @property
+    def count_bits(self):
+        """Width of a sign count 0..W."""
+        return self.workers.bit_length()
+
+    @property
+    def half_bit(self):
+        """h with W/2 = 1 << h."""
+        return (self.workers // 2).bit_length() - 1
+
+    @staticmethod
+    def field(vector, index, width):
+        """Field ``index`` of a vector of ``width``-bit fields."""
+        return vector[index * width:(index + 1) * width]
+
+
+class StepSet:
+    """Base of a profile's step set: four steps over lanes of ``geometry``
+    (:attr:`steps`, bundle to bundle); ``wire`` puts a value through a
+    signal of its own (:meth:`Pipeline.wire`)."""
+
+    def __init__(self, geometry, wire):
+        self._geo = geometry
+        self._wire = wire
+
+    @property
+    def steps(self):
+        raise NotImplementedError
+
+    def _lanes(self, vector, width):
+        """The group's lanes of a vector of ``width``-bit fields, one per lane."""
+        return [self._geo.field(vector, i, width) for i in range(self._geo.group_lanes)]
 
 
 class Pipeline:
@@ -93,24 +168,13 @@ class Pipeline:
         self._skid = skid
         self._chains = {}
         self._reset_en = {}
-        # id(value) -> (value, key): values known to be equal in the netlist
-        # share a key (a register and its wires; copies of one source in
-        # one form)
-        self._keys = {}
 
-    def wire(self, value, keep=False):
+    def wire(self, value):
         """``value`` through a signal of its own.  Every value used more than
-        once goes through one, or the netlist would hold a copy per use.
-        With ``keep``, synthesis keeps the signal, so that LUT mapping does
-        not merge the logic before it with the logic after."""
-        sig = Signal(len(value), attrs={"keep": 1} if keep else {})
+        once goes through one, or the netlist would hold a copy per use."""
+        sig = Signal(len(value))
         self._m.d.comb += sig.eq(value)
-        self._keys[id(sig)] = (sig, self._key(value))
         return sig
-
-    def _key(self, value):
-        entry = self._keys.get(id(value))
-        return ("value", id(value)) if entry is None else entry[1]
 
     def _chain(self, s, copy):
         if (s, copy) not in self._chains:
@@ -133,22 +197,18 @@ class Pipeline:
     def out_valid(self):
         return self._chain(self._stages - 1, "line").out_valid
 
-    def register(self, value, name, s, copy, form=0):
-        """A register of ``value`` in stage ``s`` under copy ``copy``'s
-        enable, in form ``form`` (:data:`COPY_FORMS`; a :class:`Gated`
-        value only in form 0)."""
+    def register(self, value, name, s, copy):
+        """A register of ``value`` in stage ``s`` under copy ``copy``'s enable."""
         m = self._m
-        en = self.enable(s, copy)
-        if not isinstance(value, Gated):
-            ones, reset, inverted = form & 1, form >> 1 & 1, form >> 2 & 1
-            reg = Signal(len(value), name=name, reset_less=not reset,
-                         init=(1 << len(value)) - 1 if ones else 0)
-            with m.If(en):
-                m.d.sync += reg.eq(~value if inverted else value)
-            return ~reg if inverted else reg
         # A flip-flop set under a condition starts at 1 too: an ECP5
         # flip-flop's initial value is its set/reset value.
-        reg = Signal(len(value), name=name, reset_less=True, init=value.const)
+        init = value.const if isinstance(value, Gated) else 0
+        reg = Signal(len(value), name=name, reset_less=True, init=init)
+        en = self.enable(s, copy)
+        if not isinstance(value, Gated):
+            with m.If(en):
+                m.d.sync += reg.eq(value)
+            return reg
         for b, (bit, cond) in enumerate(zip(value.value, value.cond)):
             if cond is None:
                 with m.If(en):
@@ -161,20 +221,6 @@ class Pipeline:
                                       Mux(en, bit, reg[b])))
         return reg
 
-    def _copies(self, items, s, forms):
-        """Stage-``s`` registers of ``items`` ((value, name, copy) each), the
-        copies of one source each in the next of ``forms`` forms, so that
-        they stay apart."""
-        used, regs = {}, []
-        for value, name, copy in items:
-            key = self._key(value)
-            form = used.get(key, 0) % forms
-            used[key] = form + 1
-            reg = self.register(value, name, s, copy, form)
-            self._keys[id(reg)] = (reg, (key, form))
-            regs.append(reg)
-        return regs
-
     def register_copies(self, name, copies, s):
         """Register a :class:`Copies`.  A control just spread from one
         register reaches its copies through a tree: this boundary registers
@@ -183,23 +229,22 @@ class Pipeline:
         registers sit between their groups, so they keep enables of their
         own rather than stretching a group's."""
         n = len(copies)
-        forms = PLAIN_FORMS if copies.tree else COPY_FORMS
-        if not copies.tree or n <= SPREAD_FANOUT or any(v is not copies[0] for v in copies):
-            return Copies(self._copies([(v, f"s{s}_{name}_r{c}", c)
-                                        for c, v in enumerate(copies)], s, forms))
+        if n <= SPREAD_FANOUT or any(v is not copies[0] for v in copies):
+            return Copies(self.register(v, f"s{s}_{name}_r{c}", s, c)
+                          for c, v in enumerate(copies))
         per = SPREAD_FANOUT
-        tree = self._copies([(copies[0], f"s{s}_{name}_t{c}", f"tree{c}")
-                             for c in range(0, n, per)], s, forms)
+        tree = [self.register(copies[0], f"s{s}_{name}_t{c}", s, f"tree{c}")
+                for c in range(0, n, per)]
         return Copies(tree[c // per] for c in range(n))
 
     def register_bundle(self, bundle, s):
         """Every field of ``bundle`` through a stage-``s`` register."""
         fields = {}
-        for name, value in bundle_fields(bundle):
+        for name, value in _fields(bundle):
             if isinstance(value, Copies):
                 fields[name] = self.register_copies(name, value, s)
             elif isinstance(value, Groups):
-                fields[name] = Groups(self.register(v, f"s{s}_{name}_g{g}", s, g, value.form)
+                fields[name] = Groups(self.register(v, f"s{s}_{name}_g{g}", s, g)
                                       for g, v in enumerate(value))
             else:
                 fields[name] = self.register(value, f"s{s}_{name}", s, "line")
@@ -209,7 +254,7 @@ class Pipeline:
         """Every field of a step's output through wires of its own (copies
         of one value through one wire)."""
         fields = {}
-        for name, value in bundle_fields(bundle):
+        for name, value in _fields(bundle):
             if isinstance(value, Copies):
                 shared = all(v is value[0] for v in value)
                 fields[name] = Copies([self.wire(value[0])] * len(value)) if shared \
@@ -241,8 +286,14 @@ class Pipeline:
             return skid_register(self._m, self.wire, value, name,
                                  self._chain(self._stages - 1, copy).room)
         fields = {}
-        for name, value in bundle_fields(bundle):
+        for name, value in _fields(bundle):
             kind = type(value)
             fields[name] = kind(skid(v, f"skid_{name}_{c}", c) for c, v in enumerate(value)) \
                 if kind in (Copies, Groups) else skid(value, f"skid_{name}", "line")
         return dataclasses.replace(bundle, **fields)
+
+
+def _fields(bundle):
+    """(name, value) of the fields ``bundle`` has (those not None)."""
+    return [(f.name, getattr(bundle, f.name)) for f in dataclasses.fields(bundle)
+            if getattr(bundle, f.name) is not None]

@@ -3,13 +3,12 @@ streams (contract section 3), and the bundles every step set starts from and
 ends with."""
 
 from dataclasses import dataclass
-from typing import Optional
 
 from amaranth.lib import data
 
 from neuron_fabric.host.facts import FIELD_WIDTHS
 
-from .bundles import Copies, Geometry, Groups
+from .pipeline import Geometry, Groups
 
 __all__ = ["InputLayout", "OutputLayout", "LineIn", "LineOut"]
 
@@ -26,16 +25,10 @@ class InputLayout(data.StructLayout):
         Widths from :data:`~neuron_fabric.host.facts.FIELD_WIDTHS`.
     gate_mask : unsigned(lanes)
         The PATTERN gate, bit ``i`` = 1 keeps lane ``i``.
-    view, use_view : unsigned(line_bits), unsigned(1)
-        With ``view=True`` only (a core inside a wrapper, not the exported
-        core): the line's bits as their lanes are to be counted when
-        ``use_view`` is set (a permutation of ``line``); an identity line's
-        output comes from ``line`` whatever ``use_view`` is.
     """
 
-    def __init__(self, *, line_bits, lanes, view=False):
-        views = {"view": line_bits, "use_view": 1} if view else {}
-        super().__init__({"line": line_bits, "gate_mask": lanes, **FIELD_WIDTHS, **views})
+    def __init__(self, *, line_bits, lanes):
+        super().__init__({"line": line_bits, "gate_mask": lanes, **FIELD_WIDTHS})
 
 
 class OutputLayout(data.StructLayout):
@@ -56,25 +49,15 @@ class LineIn:
     threshold: object
     data: Groups
     mask: Groups
-    view: Optional[Groups] = None       # the lanes as they are to be counted
-    use_view: Optional[Copies] = None   # count the view's lanes, not the line's
 
     @classmethod
     def from_payload(cls, payload, geometry: Geometry):
         gb, gl = geometry.group_bits, geometry.group_lanes
         groups = range(geometry.groups)
-
-        def cut(vector):
-            return Groups(vector[g * gb:(g + 1) * gb] for g in groups)
-
-        names = {name for name, _ in payload.shape()}
-        views = {} if "view" not in names else dict(
-            view=Groups.apart(cut(payload.view)),
-            use_view=Copies.each(payload.use_view, geometry.groups))
         return cls(tag=payload.tag, mode=payload.mode, format=payload.format,
                    gate_kind=payload.gate_kind, threshold=payload.gate_threshold,
-                   data=cut(payload.line),
-                   mask=Groups(payload.gate_mask[g * gl:(g + 1) * gl] for g in groups), **views)
+                   data=Groups(payload.line[g * gb:(g + 1) * gb] for g in groups),
+                   mask=Groups(payload.gate_mask[g * gl:(g + 1) * gl] for g in groups))
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from amaranth import Cat, Const, Mux
 
 from neuron_fabric.host.facts import Format, GateKind, Mode
 
-from .bundles import Copies, Groups, StepSet
+from .pipeline import Copies, Groups, StepSet
 from .ports import LineIn, LineOut
 
 __all__ = ["FullSteps", "IDENTITY", "chunk_sizes", "lane_value"]
@@ -143,12 +143,12 @@ class FullSteps(StepSet):
         if has("format_sign"):
             known = Mux(line.format == Format.SIGN, Format.SIGN, known)
         code = Mux(line.mode[1], known, IDENTITY)
-        chunks = self._counted(line, lambda data: Cat(*(
-            self._wire(sum(x[k] for k in range(start, start + n))[:bits],
-                       keep=line.view is not None)
-            for x in self._lanes(data, self._geo.workers)
-            for start, n, bits in zip(itertools.accumulate((0,) + self._chunks),
-                                      self._chunks, self._chunk_bits))))
+        chunks = Groups(
+            Cat(*(self._wire(sum(x[k] for k in range(start, start + n))[:bits])
+                  for x in self._lanes(data, self._geo.workers)
+                  for start, n, bits in zip(itertools.accumulate((0,) + self._chunks),
+                                            self._chunks, self._chunk_bits)))
+            for data in line.data)
         code = self._wire(code)
         return AfterA(tag=line.tag, code=Copies.spread(code, groups),
                       code_inv=Copies.spread(self._wire(~code), groups),

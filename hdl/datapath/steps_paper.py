@@ -18,7 +18,7 @@ from amaranth import Cat, Const, Mux
 
 from neuron_fabric.host.facts import Mode
 
-from .bundles import Copies, Gated, Groups, StepSet
+from .pipeline import Copies, Gated, Groups, StepSet
 from .ports import LineIn, LineOut
 
 __all__ = ["PaperSteps"]
@@ -124,9 +124,10 @@ class PaperSteps(StepSet):
     def decode(self, line: LineIn) -> AfterA:
         w = self._geo.workers
         ternary = self._wire(line.mode == Mode.GTERNARY)
-        layer = self._counted(line, lambda data: Cat(*(
-            _flatten(compress_layer(self._wire, [[lane[k] for k in range(w)]]))
-            for lane in self._lanes(data, w))))
+        layer = Groups(
+            Cat(*(_flatten(compress_layer(self._wire, [[lane[k] for k in range(w)]]))
+                  for lane in self._lanes(data, w)))
+            for data in line.data)
         # Whether the gate applies travels apart from the lanes' mask bits.
         return AfterA(tag=line.tag, xform=Copies.spread(line.mode[1], self._geo.groups),
                       pattern_on=ternary, data=line.data, mask=line.mask, layer=layer)
