@@ -42,7 +42,7 @@ def test_small_config_verilator(run_top):
 @pytest.mark.slow
 @pytest.mark.skipif("icarus" not in available_simulators(), reason="iverilog not installed")
 def test_main_config_icarus(run_top):
-    assert run_top(MAIN, "icarus", 2_000, seed=5) >= 10
+    assert run_top(MAIN, "icarus", 1_000, seed=5) >= 10
 
 
 @pytest.mark.long
