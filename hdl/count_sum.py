@@ -54,9 +54,10 @@ class CountOutLayout(data.StructLayout):
 
 class BesideCore(wiring.Component):
     """A component with the core's parameters, taking the core's input
-    payload and the extension's fields, giving ``output(line_bits=)``."""
+    payload and the extension's fields, giving ``output(line_bits=)``;
+    ``members`` are more members of its signature."""
 
-    def __init__(self, output, *, line_bits, workers, stages, profile):
+    def __init__(self, output, *, line_bits, workers, stages, profile, members=None):
         self._kwargs = dict(line_bits=line_bits, workers=workers, stages=stages,
                             profile=profile)
         self._design = DatapathDesign.of(**self._kwargs)
@@ -65,6 +66,7 @@ class BesideCore(wiring.Component):
             "i_stream": In(stream.Signature(HierarchyInputLayout(line_bits=p.line_bits,
                                                                  lanes=p.lanes))),
             "o_stream": Out(stream.Signature(output(line_bits=p.line_bits))),
+            **(members or {}),
         })
 
     @property

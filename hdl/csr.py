@@ -16,7 +16,7 @@ taken from the same state.
 """
 
 from amaranth import Cat, Const, Module, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.regmap import ADDR_BITS, COUNTERS, DATA_BITS, RegisterMap, STATUS_BITS

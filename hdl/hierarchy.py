@@ -9,7 +9,9 @@ three more per-line fields on the input, ``layout``, ``operand`` and
 * the permutation of a SIGNS line from the worker-major layout to the
   element-major one (:func:`element_major`: wiring only) and one 2:1
   multiplexer in front of the core, selected when the line is worker-major,
-  SIGNS and transformed (G-Binary or G-Ternary);
+  SIGNS and transformed (G-Binary or G-Ternary: :func:`permutes`), per
+  32-bit group of the line from a copy of its own when built with
+  ``permute_copies`` (the top's, whose read path registers one per group);
 * the core (:class:`~neuron_fabric.hdl.datapath.Datapath`), unchanged;
 * the count-sum unit (:class:`~.count_sum.CountSum`, ``hdl/count_sum.py``) beside the core, fed the same
   lines in the same cycles, with the same latency (STAGES) and the same
@@ -30,7 +32,8 @@ lanes, ``phase = (line_index * E) mod P``); for a count line, bit ``j``
 (line_index * E_c) mod P``; the bits from E_c up are not used.
 """
 
-from amaranth import Module, Mux
+from amaranth import Cat, Module, Mux
+from amaranth.lib.wiring import In
 
 from neuron_fabric.host.facts import COUNT_LANE_BITS, Operand
 
@@ -39,10 +42,16 @@ from .count_sum import BesideCore, CountOutLayout, CountSum, HierarchyInputLayou
 from .datapath import Datapath, OutputLayout
 
 __all__ = ["element_major", "HierarchyInputLayout", "CountOutLayout", "CountSum", "Hierarchy",
-           "HIERARCHY_MODULE"]
+           "HIERARCHY_MODULE", "permutes"]
 
 #: Verilog module name of the exported wrapper.
 HIERARCHY_MODULE = "neuron_fabric_hierarchy"
+
+
+def permutes(cfg):
+    """Whether a line of CFG ``cfg`` (with ``layout``, ``operand`` and
+    ``mode``) reaches the core element-major: worker-major SIGNS, transformed."""
+    return cfg.layout & (cfg.operand == Operand.SIGNS) & cfg.mode[1]
 
 
 class Hierarchy(BesideCore):
@@ -52,6 +61,10 @@ class Hierarchy(BesideCore):
     ----------
     line_bits, workers, stages, profile :
         As :class:`~neuron_fabric.hdl.datapath.Datapath`'s.
+    permute_copies : bool
+        Take the permutation's select as ``permute``, one copy per 32-bit
+        group of the line (each driving that group's multiplexers only),
+        rather than from the payload.
 
     Members
     -------
@@ -63,11 +76,17 @@ class Hierarchy(BesideCore):
     o_stream : ``Out(stream.Signature(OutputLayout(line_bits=)))``
         As the core's: lines in order, a line accepted at edge ``t``
         leaving at edge ``t + stages`` with ``o_stream.ready`` held high.
+    permute : ``In(line_bits // 32)``, with ``permute_copies``
+        Bit ``g``: :func:`permutes` of the line in ``i_stream``, for group
+        ``g``.
     """
 
-    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):
+    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full",
+                 permute_copies=False):
+        self._permute_copies = permute_copies
+        members = {"permute": In(line_bits // COUNT_LANE_BITS)} if permute_copies else {}
         super().__init__(OutputLayout, line_bits=line_bits, workers=workers, stages=stages,
-                         profile=profile)
+                         profile=profile, members=members)
 
     def elaborate(self, platform):
         m = Module()
@@ -76,8 +95,12 @@ class Hierarchy(BesideCore):
         counts = m.submodules.counts = CountSum(**self._kwargs)
         i, o = self.i_stream, self.o_stream
         # The core sees SIGNS lines element-major.
-        permute = i.payload.layout & (i.payload.operand == Operand.SIGNS) & i.payload.mode[1]
-        signs = Mux(permute, element_major(i.payload.line, p.workers, 1), i.payload.line)
+        groups = p.line_bits // COUNT_LANE_BITS
+        select = self.permute if self._permute_copies else permutes(i.payload).replicate(groups)
+        permuted = element_major(i.payload.line, p.workers, 1)
+        group = [slice(g * COUNT_LANE_BITS, (g + 1) * COUNT_LANE_BITS) for g in range(groups)]
+        signs = Cat(Mux(select[g], permuted[group[g]], i.payload.line[group[g]])
+                    for g in range(groups))
         m.d.comb += [
             core.i_stream.valid.eq(i.valid), counts.i_stream.valid.eq(i.valid),
             i.ready.eq(core.i_stream.ready),
@@ -91,7 +114,7 @@ class Hierarchy(BesideCore):
         ]
         select = counts.o_stream.payload.select
         for g in range(len(select)):
-            lane = slice(g * COUNT_LANE_BITS, (g + 1) * COUNT_LANE_BITS)
-            m.d.comb += o.payload.line[lane].eq(Mux(select[g], counts.o_stream.payload.line[lane],
-                                                    core.o_stream.payload.line[lane]))
+            m.d.comb += o.payload.line[group[g]].eq(Mux(select[g],
+                                                        counts.o_stream.payload.line[group[g]],
+                                                        core.o_stream.payload.line[group[g]]))
         return m

@@ -7,7 +7,6 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .occupancy import Occupancy, devload_level
-from .queue import select_copies
 
 __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
            "devload_level", "response_members", "ReadAllocSignature", "WRITE_LOOKUP_CYCLES"]

@@ -29,10 +29,12 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import DRS_MEMDATA, Mode
+from neuron_fabric.host.facts import COUNT_LANE_BITS, DRS_MEMDATA, Mode, PROFILES
 from .bus import DrsLayout, OKAY
 from .credit import credit_ready
+from .datapath.pipeline import KEEP
 from .drs_arbiter import DrsArbiter
+from .hierarchy import permutes
 from .inflight import response_members
 from .request import ReadCfgLayout, ReadEntryLayout
 
@@ -77,6 +79,12 @@ class ReadPath(wiring.Component):
         ``ready`` is not used: the core is always ready after reset when its
         output is (contract section 3), and its output always is.
     from_core : In(stream.Signature(CoreOutLayout(params)))
+    permute : Out(line_bits // 32), with the ``hierarchy`` feature
+        The hierarchy wrapper's permutation select for ``to_core``'s line
+        (:func:`.hierarchy.permutes`), one register per 32-bit group of the
+        line, each kept apart (:data:`.datapath.pipeline.KEEP`): the
+        wrapper's multiplexers are in front of the core's first registers,
+        so no net that selects them spans the line.
     drs : Out(stream.Signature(DrsLayout(line_bits)))
     """
 
@@ -84,11 +92,13 @@ class ReadPath(wiring.Component):
         if lookup_cycles not in (1, 2):
             raise ValueError(f"lookup_cycles must be 1 or 2, not {lookup_cycles!r}")
         self._params, self._lookup_cycles = params, lookup_cycles
+        self._hierarchy = PROFILES[params.profile].has("hierarchy")
         super().__init__({
             **response_members(params, "r", ReadEntryLayout(params), "rd_err",
                                data_bits=params.line_bits),
             "to_core": Out(stream.Signature(CoreInLayout(params))),
             "from_core": In(stream.Signature(CoreOutLayout(params))),
+            **({"permute": Out(params.line_bits // COUNT_LANE_BITS)} if self._hierarchy else {}),
             "drs": Out(stream.Signature(DrsLayout(params.line_bits))),
         })
 
@@ -156,4 +166,9 @@ class ReadPath(wiring.Component):
                      core_in.data.eq(r1_data), core_in.tag.eq(entry.tag),
                      core_in.cfg.eq(entry.cfg), core_in.mask.eq(entry.mask), r2_err.eq(r1_err)]
         m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in)]
+        if self._hierarchy:
+            for g in range(len(self.permute)):
+                copy = Signal(name=f"r2_permute{g}", reset_less=True, attrs=KEEP)
+                m.d.sync += copy.eq(permutes(entry.cfg))
+                m.d.comb += self.permute[g].eq(copy)
         return core_in, r2_bypass, r2_err

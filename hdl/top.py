@@ -95,9 +95,12 @@ class Top(wiring.Component):
                                                        write_entry=16)
         # With the hierarchy extension the core sits inside its wrapper
         # (contract section 5), which has the core's streams and latency.
-        core_class = Hierarchy if PROFILES[p.profile].has("hierarchy") else Datapath
-        core = m.submodules.datapath = core_class(line_bits=p.line_bits, workers=p.workers,
-                                                  stages=p.stages, profile=p.profile)
+        hierarchy = PROFILES[p.profile].has("hierarchy")
+        dims = dict(line_bits=p.line_bits, workers=p.workers, stages=p.stages, profile=p.profile)
+        core = m.submodules.datapath = \
+            Hierarchy(**dims, permute_copies=True) if hierarchy else Datapath(**dims)
+        if hierarchy:
+            m.d.comb += core.permute.eq(read.permute)
 
         connect(m, wiring.flipped(self.s_axil), csr.bus)
         connect(m, wiring.flipped(self.m2s_req), request.req)

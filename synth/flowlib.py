@@ -211,13 +211,22 @@ def yosys(script, log):
         str(log) + ".out", cwd=BUILD)
 
 
+#: Run on the design before any synthesis script: the flip-flops behind the
+#: registers the RTL marks ``keep`` (copies of one value, such as a per-line
+#: control's copy per group of line bits) take the attribute themselves, so
+#: that ``opt_merge`` does not merge equal copies.  (Yosys keeps a wire that
+#: carries ``keep``, but merges the flip-flops that drive equal wires.)
+KEEP_FLOPS = "proc; setattr -set keep 1 w:* a:keep %i %ci1:+[Q]"
+
+
 def yosys_json(vfile, script, config, prefix, name):
     """Run ``script`` (``{top}`` filled with ``config.module``) on ``vfile`` in
-    a fresh scratch folder (:func:`scratch_dir` with ``prefix``); return the
-    path of the JSON netlist it wrote there as ``name``."""
+    a fresh scratch folder (:func:`scratch_dir` with ``prefix``), after
+    :data:`KEEP_FLOPS`; return the path of the JSON netlist it wrote there
+    as ``name``."""
     work = scratch_dir(prefix)
     out = work / name
-    yosys(f"read_verilog {wasi_path(vfile)}; {script.format(top=config.module)}; "
+    yosys(f"read_verilog {wasi_path(vfile)}; {KEEP_FLOPS}; {script.format(top=config.module)}; "
           f"write_json {wasi_path(out)}", work / "yosys.log")
     return out
 

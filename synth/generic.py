@@ -35,7 +35,7 @@ def netlist_path(key):
 def synthesize(config, vfile, script, version):
     """Result row of one configuration (cached on Verilog + script + Yosys)."""
     text = pathlib.Path(vfile).read_text()
-    key = flowlib.digest(flowlib.CACHE_VERSION, text, script, version)
+    key = flowlib.digest(flowlib.CACHE_VERSION, text, flowlib.KEEP_FLOPS, script, version)
     if not netlist_path(key).exists():
         (flowlib.CACHE / "generic" / f"{key}.json").unlink(missing_ok=True)
 

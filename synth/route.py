@@ -40,7 +40,7 @@ SUMMARY_COLUMNS = ["profile", "line_bits", "workers", "stages", "seeds",
 def ecp5_netlist(config, vfile, ecfg, version):
     """``synth_ecp5`` JSON netlist of one configuration (cached)."""
     text = pathlib.Path(vfile).read_text()
-    key = flowlib.digest(flowlib.CACHE_VERSION, text, ecfg["synth"], version)
+    key = flowlib.digest(flowlib.CACHE_VERSION, text, flowlib.KEEP_FLOPS, ecfg["synth"], version)
     path = flowlib.CACHE / "ecp5" / f"{key}.json"
 
     def compute():

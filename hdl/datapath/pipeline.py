@@ -10,7 +10,11 @@ dataclasses) whose fields say by their type how they are registered:
 
 * an Amaranth value: a per-line signal, registered once;
 * :class:`Copies`: a per-line control with one copy per group, reached
-  through a spread tree (:meth:`Pipeline.register_copies`);
+  through a spread tree (:meth:`Pipeline.register_copies`); each copy's
+  register carries ``keep`` (:data:`KEEP`), so that synthesis keeps the
+  copies apart where nothing else does (with ``out_ready`` held high,
+  as in the top, every enable is 1 and the copies of one control would
+  be equal registers);
 * :class:`Groups`: one vector per group (lane data, per-lane bits), each
   under its group's enable; a :class:`Gated` vector takes its forced bits
   by the flip-flops' synchronous set/reset;
@@ -25,8 +29,13 @@ from amaranth import Const, Mux, Signal
 
 from .chains import plain_chain, skid_chain, skid_register
 
-__all__ = ["PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "Copies", "Gated", "Geometry",
+__all__ = ["KEEP", "PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "Copies", "Gated", "Geometry",
            "Groups", "Pipeline", "StepSet"]
+
+#: Attributes of a register that is a copy of another and must stay one:
+#: synthesis tools keep such a register apart from its equals (Yosys once
+#: the flow has put the attribute on the flip-flop, ``synth/flowlib.py``).
+KEEP = {"keep": 1}
 
 
 #: For each STAGES value, how many registers sit on boundaries 0..4.
@@ -197,13 +206,13 @@ class Pipeline:
     def out_valid(self):
         return self._chain(self._stages - 1, "line").out_valid
 
-    def register(self, value, name, s, copy):
+    def register(self, value, name, s, copy, attrs=None):
         """A register of ``value`` in stage ``s`` under copy ``copy``'s enable."""
         m = self._m
         # A flip-flop set under a condition starts at 1 too: an ECP5
         # flip-flop's initial value is its set/reset value.
         init = value.const if isinstance(value, Gated) else 0
-        reg = Signal(len(value), name=name, reset_less=True, init=init)
+        reg = Signal(len(value), name=name, reset_less=True, init=init, attrs=attrs)
         en = self.enable(s, copy)
         if not isinstance(value, Gated):
             with m.If(en):
@@ -227,13 +236,14 @@ class Pipeline:
         one copy per :data:`SPREAD_FANOUT` groups, the next one per group, so
         no register drives more than about that many copies.  The tree's
         registers sit between their groups, so they keep enables of their
-        own rather than stretching a group's."""
+        own rather than stretching a group's.  Every copy's register is kept
+        (:data:`KEEP`)."""
         n = len(copies)
         if n <= SPREAD_FANOUT or any(v is not copies[0] for v in copies):
-            return Copies(self.register(v, f"s{s}_{name}_r{c}", s, c)
+            return Copies(self.register(v, f"s{s}_{name}_r{c}", s, c, KEEP)
                           for c, v in enumerate(copies))
         per = SPREAD_FANOUT
-        tree = [self.register(copies[0], f"s{s}_{name}_t{c}", s, f"tree{c}")
+        tree = [self.register(copies[0], f"s{s}_{name}_t{c}", s, f"tree{c}", KEEP)
                 for c in range(0, n, per)]
         return Copies(tree[c // per] for c in range(n))
 
