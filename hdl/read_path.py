@@ -34,7 +34,6 @@ from .bus import DrsLayout, OKAY
 from .credit import credit_ready
 from .datapath.pipeline import KEEP
 from .drs_arbiter import DrsArbiter
-from .hierarchy import permutes
 from .inflight import response_members
 from .request import ReadCfgLayout, ReadEntryLayout
 
@@ -81,8 +80,9 @@ class ReadPath(wiring.Component):
     from_core : In(stream.Signature(CoreOutLayout(params)))
     permute : Out(line_bits // 32), with the ``hierarchy`` feature
         The hierarchy wrapper's permutation select for ``to_core``'s line
-        (:func:`.hierarchy.permutes`), one register per 32-bit group of the
-        line, each kept apart (:data:`.datapath.pipeline.KEEP`): the
+        (the entry's ``permute``, :func:`.hierarchy.permutes` of its CFG as
+        the request pipeline formed it), one register per 32-bit group of
+        the line, each kept apart (:data:`.datapath.pipeline.KEEP`): the
         wrapper's multiplexers are in front of the core's first registers,
         so no net that selects them spans the line.
     drs : Out(stream.Signature(DrsLayout(line_bits)))
@@ -169,6 +169,6 @@ class ReadPath(wiring.Component):
         if self._hierarchy:
             for g in range(len(self.permute)):
                 copy = Signal(name=f"r2_permute{g}", reset_less=True, attrs=KEEP)
-                m.d.sync += copy.eq(permutes(entry.cfg))
+                m.d.sync += copy.eq(entry.permute)
                 m.d.comb += self.permute[g].eq(copy)
         return core_in, r2_bypass, r2_err

@@ -49,6 +49,7 @@ from .derive import RegionResidues, ResidueLayout, local_config, refresh_cycles
 from .gate import FIXED_PATTERN, gate_mask_steps, slices
 from .inflight import ReadAllocSignature, ReserveSignature
 from .queue import HeadQueue
+from .hierarchy import permutes
 from .request_layout import Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, classify
 from .phase import MODULI, reduce_small
 from .pipe import Line, copies, delay, register
@@ -203,6 +204,8 @@ class RequestPipeline(wiring.Component):
         entry = Signal(ReadEntryLayout(p))
         m.d.comb += [entry.tag.eq(line.fields["tag"]), entry.mask.eq(mask),
                      *(entry.cfg[name].eq(cfg[name]) for name, _ in ReadCfgLayout(p))]
+        if "permute" in ReadEntryLayout(p).members:
+            m.d.comb += entry.permute.eq(permutes(cfg))
         valid, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg"))
         m.d.comb += [self.alloc.fill.eq(valid & (last["kind"] == Kind.READ)),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]

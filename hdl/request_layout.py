@@ -37,8 +37,13 @@ def RequestLayout(params):
 
 
 def ReadEntryLayout(params):
-    """What the in-flight table remembers of a read."""
-    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes})
+    """What the in-flight table remembers of a read; with the ``hierarchy``
+    feature also ``permute``, whether the line reaches the core
+    element-major (:func:`.hierarchy.permutes` of its CFG), formed when the
+    request is accepted so that the read path copies it from a register."""
+    extra = {"permute": 1} if PROFILES[params.profile].has("hierarchy") else {}
+    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes,
+                              **extra})
 
 
 def classify(m, opcode):
