@@ -29,7 +29,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import COUNT_LANE_BITS, DRS_MEMDATA, Mode, PROFILES
+from neuron_fabric.host.facts import COUNT_LANE_BITS, DRS_MEMDATA, Mode
 from .bus import DrsLayout, OKAY
 from .credit import credit_ready
 from .datapath.pipeline import KEEP
@@ -92,7 +92,7 @@ class ReadPath(wiring.Component):
         if lookup_cycles not in (1, 2):
             raise ValueError(f"lookup_cycles must be 1 or 2, not {lookup_cycles!r}")
         self._params, self._lookup_cycles = params, lookup_cycles
-        self._hierarchy = PROFILES[params.profile].has("hierarchy")
+        self._hierarchy = "permute" in ReadEntryLayout(params).members
         super().__init__({
             **response_members(params, "r", ReadEntryLayout(params), "rd_err",
                                data_bits=params.line_bits),

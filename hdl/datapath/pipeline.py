@@ -10,11 +10,8 @@ dataclasses) whose fields say by their type how they are registered:
 
 * an Amaranth value: a per-line signal, registered once;
 * :class:`Copies`: a per-line control with one copy per group, reached
-  through a spread tree (:meth:`Pipeline.register_copies`); with the
-  skid, each copy's register carries ``keep`` (:data:`KEEP`), so that
-  synthesis keeps the copies apart where nothing else does (with
-  ``out_ready`` held high, as in the top, every enable is 1 and the
-  copies of one control would be equal registers);
+  through a spread tree (:meth:`Pipeline.register_copies`), kept apart
+  in synthesis (:data:`KEEP`) with the skid;
 * :class:`Groups`: one vector per group (lane data, per-lane bits), each
   under its group's enable; a :class:`Gated` vector takes its forced bits
   by the flip-flops' synchronous set/reset;
@@ -32,9 +29,8 @@ from .chains import plain_chain, skid_chain, skid_register
 __all__ = ["KEEP", "PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "Copies", "Gated", "Geometry",
            "Groups", "Pipeline", "StepSet"]
 
-#: Attributes of a register that is a copy of another and must stay one:
-#: synthesis tools keep such a register apart from its equals (Yosys once
-#: the flow has put the attribute on the flip-flop, ``synth/flowlib.py``).
+#: Marks a copy that synthesis must not merge with its equals (with
+#: ``out_ready`` held high every enable is 1; see ``synth/flowlib.py``).
 KEEP = {"keep": 1}
 
 
@@ -236,11 +232,8 @@ class Pipeline:
         one copy per :data:`SPREAD_FANOUT` groups, the next one per group, so
         no register drives more than about that many copies.  The tree's
         registers sit between their groups, so they keep enables of their
-        own rather than stretching a group's.  With the skid every copy's
-        register is kept (:data:`KEEP`).  (The paper profile's copies, few
-        controls each driving one LUT per bit, are left to synthesis: they
-        are not on its top's critical paths, and its top routed at 208.9 MHz
-        median of seeds 1-3 with them kept, 207.9 merged.)"""
+        own rather than stretching a group's.  With the skid every copy is
+        kept (:data:`KEEP`)."""
         keep = KEEP if self._skid else None
         n = len(copies)
         if n <= SPREAD_FANOUT or any(v is not copies[0] for v in copies):
