@@ -64,6 +64,7 @@ class CountLine:
     threshold: object = None
     total: object = None
     operand: object = None
+    limits: object = None               # margin_limits(), when formed before the unit
     # per-line controls, one copy per count lane
     route: Optional[Copies] = None      # layout and operand: which view of the line
     select: Optional[Copies] = None     # a transformed count line
@@ -97,6 +98,32 @@ _PAIR_BITS = _NIBBLE + 1
 _SUM_BITS = _NIBBLE + 2
 _COUNT_BITS = 10                        # c <= 1020
 _MARGIN_BITS = 12                       # -1023 <= a <= 2046
+
+
+#: Width of :func:`margin_limits`: the high and the low limit on c.
+LIMITS_BITS = 2 * _COUNT_BITS
+
+
+def margin_sums(mode, gate_kind, total, threshold):
+    """What :func:`margin_limits` chooses by: ``Cat(high, low, on)``, the
+    MARGIN gate's limits on a lane's count c as if the gate applied --
+    ``ceil((total + T) / 2)`` and ``floor((total - T) / 2) + 1`` (a lane is
+    kept when ``c >= high`` or ``c < low``) -- and whether it applies.  A
+    function of the CFG alone: the top forms it in the request pipeline."""
+    on = (mode == Mode.GTERNARY) & (gate_kind == GateKind.MARGIN)
+    high = (total + threshold + 1)[1:_COUNT_BITS + 1]
+    low = (total - threshold + 2)[1:_COUNT_BITS + 1]
+    return Cat(high, low, on)
+
+
+def margin_limits(sums):
+    """The MARGIN gate's limits ``Cat(high, low)`` from :func:`margin_sums`:
+    its limits when the gate applies, else limits no count reaches.  (T <=
+    total in range, so the low limit is at least 1 there; c <= 1020 never
+    reaches the high limit 1023.)"""
+    on = sums[LIMITS_BITS]
+    return Mux(on, sums[:LIMITS_BITS], Cat(Const((1 << _COUNT_BITS) - 1, _COUNT_BITS),
+                                           Const(0, _COUNT_BITS)))
 
 
 class CountSteps:
@@ -146,15 +173,13 @@ class CountSteps:
                 sums += [self._wire(nib[x] + nib[y]) for x, y in _PAIRS]
             pairs.append(Cat(*sums))
         ternary = line.mode == Mode.GTERNARY
-        total, threshold = line.total, line.threshold
+        total = line.total
         pattern_on, high, low = ternary, None, None
         if has("gate_margin"):
             pattern_on = ternary & (line.gate_kind == GateKind.PATTERN)
-            margin_on = self._wire(ternary & (line.gate_kind == GateKind.MARGIN))
-            # T <= total in range, so the low limit is at least 1 there;
-            # c <= 1020 never reaches the high limit 1023.
-            high = Mux(margin_on, (total + threshold + 1)[1:], (1 << _COUNT_BITS) - 1)
-            low = Mux(margin_on, (total - threshold + 2)[1:_COUNT_BITS + 1], 0)
+            limits = line.limits if line.limits is not None else self._wire(
+                margin_limits(margin_sums(line.mode, line.gate_kind, total, line.threshold)))
+            high, low = limits[:_COUNT_BITS], limits[_COUNT_BITS:]
         code = Const(Format.COUNT, 2)
         if has("format_margin"):
             code = Mux(line.format == Format.MARGIN, Format.MARGIN, code)

@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from neuron_fabric.host.facts import COUNT_LANE_BITS
 from neuron_fabric.host.regmap import CFG_FIELDS, HIERARCHY_CFG_FIELDS
 
-from .count_steps import COUNT_PLACEMENT, CountLine, CountSteps
+from .count_steps import COUNT_PLACEMENT, LIMITS_BITS, CountLine, CountSteps
 from .datapath import DatapathDesign, InputLayout
 from .datapath.pipeline import Copies, Groups, Pipeline
 
@@ -82,6 +82,9 @@ class CountSum(BesideCore):
     line_bits, workers, stages, profile :
         As :class:`~neuron_fabric.hdl.datapath.Datapath`'s; ``workers``
         only sets the width of ``gate_mask`` (the core's input payload).
+    limits_in : bool
+        Take the MARGIN gate's limits as the member ``limits`` rather than
+        forming them from the payload in the first step.
 
     Members
     -------
@@ -91,11 +94,18 @@ class CountSum(BesideCore):
     o_stream : ``Out(stream.Signature(CountOutLayout(line_bits=)))``
         A line accepted at edge ``t`` leaves at edge ``t + stages`` with
         ``o_stream.ready`` held high; the handshake is the core's.
+    limits : ``In(LIMITS_BITS)``, with ``limits_in``
+        The MARGIN gate's limits on the counts of the line in ``i_stream``
+        (:func:`~.count_steps.margin_limits` of its CFG), formed by the
+        caller instead of by the unit's first step.
     """
 
-    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):
+    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full",
+                 limits_in=False):
+        self._limits_in = limits_in
         super().__init__(CountOutLayout, line_bits=line_bits, workers=workers, stages=stages,
-                         profile=profile)
+                         profile=profile,
+                         members={"limits": In(LIMITS_BITS)} if limits_in else None)
 
     def elaborate(self, platform):
         m = Module()
@@ -109,6 +119,7 @@ class CountSum(BesideCore):
         line = CountLine(
             mode=i.mode, format=i.format, gate_kind=i.gate_kind, threshold=i.gate_threshold,
             total=i.total, operand=i.operand,
+            limits=self.limits if self._limits_in else None,
             # one register per lane for the view's multiplexer
             route=Copies(Cat(i.layout, i.operand) for _ in range(lanes)),
             data=Groups(i.line[g * COUNT_LANE_BITS:(g + 1) * COUNT_LANE_BITS]

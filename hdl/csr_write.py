@@ -29,6 +29,7 @@ from neuron_fabric.host.facts import PROFILES
 from neuron_fabric.host.regmap import DATA_BITS, STATUS_BITS
 from .bus import OKAY, SLVERR
 from .cfg import CHECK_STEPS, CfgWordLayout, check_steps
+from .datapath.pipeline import KEEP
 from .gather import AddressDecode, and_all, or_all, tree
 
 __all__ = ["WRITE_CHECK", "WRITE_COMMIT", "control_write_bound", "write_channel", "response"]
@@ -194,8 +195,10 @@ def _handshake(m, bus, config):
     aw_next = (aw_full | bus.awvalid) & ~s.finish
     w_next = (w_full | bus.wvalid) & ~s.finish
     # the capture enables: the address's in two copies (kept apart: one
-    # complemented), the data's
-    opens = [Signal(init=1, name="csr_w_aw_open"), Signal(name="csr_w_aw_open_n")]
+    # complemented), the data's; the uncomplemented copy equals aw_full and
+    # is kept apart from it too, so that the handshake's own logic does not
+    # wait on the enables' wide net
+    opens = [Signal(init=1, name="csr_w_aw_open"), Signal(name="csr_w_aw_open_n", attrs=KEEP)]
     s.aw_open = [opens[0], ~opens[1]]
     m.d.sync += [aw_full.eq(aw_next), w_full.eq(w_next), s.w_open.eq(~w_next),
                  opens[0].eq(~aw_next), opens[1].eq(aw_next)]

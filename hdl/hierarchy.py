@@ -37,7 +37,7 @@ from amaranth.lib.wiring import In
 
 from neuron_fabric.host.facts import COUNT_LANE_BITS, Operand
 
-from .count_steps import element_major
+from .count_steps import LIMITS_BITS, element_major
 from .count_sum import BesideCore, CountOutLayout, CountSum, HierarchyInputLayout
 from .datapath import Datapath, OutputLayout
 
@@ -65,6 +65,9 @@ class Hierarchy(BesideCore):
         Take the permutation's select as ``permute``, one copy per 32-bit
         group of the line (each driving that group's multiplexers only),
         rather than from the payload.
+    limits_in : bool
+        Hand the count unit its MARGIN-gate limits as ``limits``
+        (:class:`~.count_sum.CountSum`'s ``limits_in``).
 
     Members
     -------
@@ -79,12 +82,16 @@ class Hierarchy(BesideCore):
     permute : ``In(line_bits // 32)``, with ``permute_copies``
         Bit ``g``: :func:`permutes` of the line in ``i_stream``, for group
         ``g``.
+    limits : ``In(LIMITS_BITS)``, with ``limits_in``
+        :func:`~.count_steps.margin_limits` of the line in ``i_stream``.
     """
 
     def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full",
-                 permute_copies=False):
-        self._permute_copies = permute_copies
+                 permute_copies=False, limits_in=False):
+        self._permute_copies, self._limits_in = permute_copies, limits_in
         members = {"permute": In(line_bits // COUNT_LANE_BITS)} if permute_copies else {}
+        if limits_in:
+            members["limits"] = In(LIMITS_BITS)
         super().__init__(OutputLayout, line_bits=line_bits, workers=workers, stages=stages,
                          profile=profile, members=members)
 
@@ -92,7 +99,9 @@ class Hierarchy(BesideCore):
         m = Module()
         p = self.params
         core = m.submodules.core = Datapath(**self._kwargs)
-        counts = m.submodules.counts = CountSum(**self._kwargs)
+        counts = m.submodules.counts = CountSum(**self._kwargs, limits_in=self._limits_in)
+        if self._limits_in:
+            m.d.comb += counts.limits.eq(self.limits)
         i, o = self.i_stream, self.o_stream
         # The core sees SIGNS lines element-major.
         groups = p.line_bits // COUNT_LANE_BITS

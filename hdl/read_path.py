@@ -31,6 +31,7 @@ from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import COUNT_LANE_BITS, DRS_MEMDATA, Mode
 from .bus import DrsLayout, OKAY
+from .count_steps import LIMITS_BITS
 from .credit import credit_ready
 from .datapath.pipeline import KEEP
 from .drs_arbiter import DrsArbiter
@@ -85,6 +86,10 @@ class ReadPath(wiring.Component):
         the line, each kept apart (:data:`.datapath.pipeline.KEEP`): the
         wrapper's multiplexers are in front of the core's first registers,
         so no net that selects them spans the line.
+    limits : Out(LIMITS_BITS), with the entry's ``limits``
+        The count unit's MARGIN-gate limits for ``to_core``'s line (the
+        entry's, formed by the request pipeline), a register at R2, so that
+        no carry chain sits between the read path and the count unit.
     drs : Out(stream.Signature(DrsLayout(line_bits)))
     """
 
@@ -92,13 +97,15 @@ class ReadPath(wiring.Component):
         if lookup_cycles not in (1, 2):
             raise ValueError(f"lookup_cycles must be 1 or 2, not {lookup_cycles!r}")
         self._params, self._lookup_cycles = params, lookup_cycles
-        self._hierarchy = "permute" in ReadEntryLayout(params).members
+        members = ReadEntryLayout(params).members
+        self._hierarchy, self._limits = "permute" in members, "limits" in members
         super().__init__({
             **response_members(params, "r", ReadEntryLayout(params), "rd_err",
                                data_bits=params.line_bits),
             "to_core": Out(stream.Signature(CoreInLayout(params))),
             "from_core": In(stream.Signature(CoreOutLayout(params))),
             **({"permute": Out(params.line_bits // COUNT_LANE_BITS)} if self._hierarchy else {}),
+            **({"limits": Out(LIMITS_BITS)} if self._limits else {}),
             "drs": Out(stream.Signature(DrsLayout(params.line_bits))),
         })
 
@@ -171,4 +178,8 @@ class ReadPath(wiring.Component):
                 copy = Signal(name=f"r2_permute{g}", reset_less=True, attrs=KEEP)
                 m.d.sync += copy.eq(entry.permute)
                 m.d.comb += self.permute[g].eq(copy)
+        if self._limits:
+            limits = Signal(LIMITS_BITS, name="r2_limits", reset_less=True)
+            m.d.sync += limits.eq(entry.limits)
+            m.d.comb += self.limits.eq(limits)
         return core_in, r2_bypass, r2_err

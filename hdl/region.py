@@ -5,9 +5,9 @@ and its region values, DEFAULT_CFG (and BASE 0) when none does.
 The compares are cut into steps of at most two LUT4 levels, which the
 pipeline (``request.py``) registers one by one:
 
-* :func:`chunk_compare` - for each 4-bit chunk of the address and a bound,
-  whether the chunk is below the bound's (a carry chain of two cells) and
-  whether they are equal (2-bit pieces, then their AND);
+* :func:`chunk_compare` - for each 2-bit chunk of the address and a bound,
+  whether the chunk is below the bound's and whether they are equal (a
+  LUT4 each, packed with its flip-flop);
 * :func:`combine` - groups of up to four (less, equal) pairs into one, the
   higher one deciding, until at most three are left;
 * :func:`match` - the last three into "below" for BASE and LIMIT, and the
@@ -16,8 +16,10 @@ pipeline (``request.py``) registers one by one:
 * :func:`select_partial` and :func:`select_final` - the chosen region's
   values as an AND-OR over the one-hot, pairs of sources then their OR.
 
-The combinations are written as gates, so synthesis makes LUT4s of them;
-only the 4-bit chunks' "less" is a (two-cell) carry chain.
+The combinations are written as gates, so synthesis makes LUT4s of them.
+(With 4-bit chunks, whose "less" is a function of eight inputs, the
+compares left the slice's wide multiplexers' output on a routed hop into
+their flip-flops; in the top, they were among the latest inputs.)
 """
 
 from functools import reduce
@@ -31,10 +33,6 @@ __all__ = ["chunk_compare", "combine", "match", "first", "select_partial", "sele
 def _or(values):
     values = list(values)
     return reduce(lambda a, b: a | b, values) if values else Const(0, 1)
-
-
-def _and(values):
-    return reduce(lambda a, b: a & b, list(values))
 
 
 def _piece(a, b):
@@ -54,15 +52,15 @@ def _join(pairs):
     return lt, eq
 
 
+#: Bits of the address each :func:`chunk_compare` pair covers.
+CHUNK_BITS = 2
+
+
 def chunk_compare(addr, bound):
-    """(less, equal) of each 4-bit chunk of ``addr`` against ``bound``,
-    lowest first: the less on a carry chain of two cells (``<``), the equal
-    two LUT4 levels, so neither needs the slice's wide multiplexers."""
-    out = []
-    for i in range(0, len(addr), 4):
-        a, b = addr[i:i + 4], bound[i:i + 4]
-        out.append((a < b, _and(_piece(a[j:j + 2], b[j:j + 2])[1] for j in range(0, len(a), 2))))
-    return out
+    """(less, equal) of each :data:`CHUNK_BITS`-bit chunk of ``addr``
+    against ``bound``, lowest first: functions of four inputs, a LUT4 each."""
+    return [_piece(addr[i:i + CHUNK_BITS], bound[i:i + CHUNK_BITS])
+            for i in range(0, len(addr), CHUNK_BITS)]
 
 
 def combine(pairs):
@@ -74,7 +72,7 @@ def combine(pairs):
 def compare_steps(width):
     """How many :func:`combine` steps bring a ``width``-bit compare's chunks
     to at most three pairs, which :func:`match` takes."""
-    n, steps = -(-width // 4), 0
+    n, steps = -(-width // CHUNK_BITS), 0
     while n > 3:
         n, steps = -(-n // 4), steps + 1
     return steps

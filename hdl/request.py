@@ -49,6 +49,7 @@ from .derive import RegionResidues, ResidueLayout, local_config, refresh_cycles
 from .gate import FIXED_PATTERN, gate_mask_steps, slices
 from .inflight import ReadAllocSignature, ReserveSignature
 from .queue import HeadQueue
+from .count_steps import margin_limits, margin_sums
 from .hierarchy import permutes
 from .request_layout import Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, classify
 from .phase import MODULI, reduce_small
@@ -193,9 +194,14 @@ class RequestPipeline(wiring.Component):
         res = data.View(ResidueLayout(), chosen[CfgLayout.size:])
         # the region's (-BASE) residues added, then each sum taken modulo q
         line.step(fields={"cfg": cfg})
+        members = ReadEntryLayout(p).members
         w = register(m, "req_offset", {q: plain[q] + res[f"r{q}"] for q in MODULI})
         low = register(m, "req_low_offset", (low + res.low)[:3])
-        line.step()
+        # (the MARGIN limits' adders in a stage of their own, the choice
+        # by whether the gate applies as the entry is filled)
+        cfg = data.View(CfgLayout, line.fields["cfg"])
+        line.step(fields={"margin": margin_sums(cfg.mode, cfg.gate_kind, cfg.total,
+                                                cfg.threshold)} if "limits" in members else None)
         r = register(m, "req_mod", {**{q: reduce_small(w[q], q) for q in MODULI},
                                     3: reduce_small(w[9], 3)})
         low = register(m, "req_low_mod", low)
@@ -204,9 +210,11 @@ class RequestPipeline(wiring.Component):
         entry = Signal(ReadEntryLayout(p))
         m.d.comb += [entry.tag.eq(line.fields["tag"]), entry.mask.eq(mask),
                      *(entry.cfg[name].eq(cfg[name]) for name, _ in ReadCfgLayout(p))]
-        if "permute" in ReadEntryLayout(p).members:
+        if "permute" in members:
             m.d.comb += entry.permute.eq(permutes(cfg))
-        valid, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg"))
+        if "limits" in members:
+            m.d.comb += entry.limits.eq(margin_limits(line.fields["margin"]))
+        valid, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg", "margin"))
         m.d.comb += [self.alloc.fill.eq(valid & (last["kind"] == Kind.READ)),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
         self._issue(m, line, queue)

@@ -8,6 +8,7 @@ from amaranth.lib import data
 from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
 from neuron_fabric.host.regmap import HIERARCHY_CFG_FIELDS
 from .cfg import CfgLayout
+from .count_steps import LIMITS_BITS
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "classify"]
 
@@ -39,9 +40,15 @@ def RequestLayout(params):
 def ReadEntryLayout(params):
     """What the in-flight table remembers of a read; with the ``hierarchy``
     feature also ``permute``, whether the line reaches the core
-    element-major (:func:`.hierarchy.permutes` of its CFG), formed when the
-    request is accepted so that the read path copies it from a register."""
-    extra = {"permute": 1} if PROFILES[params.profile].has("hierarchy") else {}
+    element-major (:func:`.hierarchy.permutes` of its CFG), and with
+    ``gate_margin`` too ``limits``, the count unit's MARGIN-gate limits
+    (:func:`.count_steps.margin_limits` of its CFG).  Both are formed when
+    the request is accepted, so that the read path copies them from
+    registers with no logic between."""
+    has = PROFILES[params.profile].has
+    extra = {"permute": 1} if has("hierarchy") else {}
+    if has("hierarchy") and has("gate_margin"):
+        extra["limits"] = LIMITS_BITS
     return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes,
                               **extra})
 

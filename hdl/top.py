@@ -98,9 +98,12 @@ class Top(wiring.Component):
         hierarchy = PROFILES[p.profile].has("hierarchy")
         dims = dict(line_bits=p.line_bits, workers=p.workers, stages=p.stages, profile=p.profile)
         core = m.submodules.datapath = \
-            Hierarchy(**dims, permute_copies=True) if hierarchy else Datapath(**dims)
+            Hierarchy(**dims, permute_copies=True, limits_in=hasattr(read, "limits")) \
+            if hierarchy else Datapath(**dims)
         if hierarchy:
             m.d.comb += core.permute.eq(read.permute)
+        if hasattr(read, "limits"):
+            m.d.comb += core.limits.eq(read.limits)
 
         connect(m, wiring.flipped(self.s_axil), csr.bus)
         connect(m, wiring.flipped(self.m2s_req), request.req)

@@ -48,14 +48,17 @@ def _by_params(module, name):
 
 class _AlwaysReady(wiring.Component):
     """The core with the hierarchy extension as the top runs it: its output
-    always ready (so no clock enable of its comes from a port)."""
+    always ready (so no clock enable of its comes from a port), the
+    permutation's selects and the MARGIN limits taken as inputs."""
 
     def __init__(self, p):
         from neuron_fabric.hdl.hierarchy import Hierarchy
         self._inner = Hierarchy(line_bits=p.line_bits, workers=p.workers, stages=p.stages,
-                                profile=p.profile)
+                                profile=p.profile, permute_copies=True, limits_in=True)
+        self._extra = [n for n in ("permute", "limits") if n in self._inner.signature.members]
         super().__init__({"i_stream": In(stream.Signature(self._inner.i_stream.payload.shape())),
-                          "o_valid": Out(1), "o_payload": Out(self._inner.o_stream.payload.shape())})
+                          "o_valid": Out(1), "o_payload": Out(self._inner.o_stream.payload.shape()),
+                          **{n: self._inner.signature.members[n] for n in self._extra}})
 
     def elaborate(self, platform):
         m = Module()
@@ -64,7 +67,8 @@ class _AlwaysReady(wiring.Component):
                      self.i_stream.ready.eq(inner.i_stream.ready),
                      inner.i_stream.payload.eq(self.i_stream.payload),
                      inner.o_stream.ready.eq(1), self.o_valid.eq(inner.o_stream.valid),
-                     self.o_payload.eq(inner.o_stream.payload)]
+                     self.o_payload.eq(inner.o_stream.payload),
+                     *(getattr(inner, n).eq(getattr(self, n)) for n in self._extra)]
         return m
 
 
