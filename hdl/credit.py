@@ -90,9 +90,10 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
         Low when a place further on (the in-flight table) will have no room
         next cycle: admit nothing then.
     late_give : bool
-        ``ready`` sees an item leave a cycle later (the count still counts
-        it at once), so ``give`` feeds only the count: for a ``give`` that
-        comes late in the cycle, at the cost of a place of the queue.
+        ``ready`` sees an item leave a cycle later, and the count counts
+        it then, from a register of ``give``: for a ``give`` that comes
+        late in the cycle or from another block, at the cost of a place of
+        the queue.
 
     Returns
     -------
@@ -101,13 +102,25 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
     ready = Signal()
     admit = valid & ready
     extra = (~hold if hold is not None else 1) & (room if room is not None else 1)
+    if late_give:
+        # Counted a cycle late, ``give`` comes from a register: the count
+        # then holds one item more than there is for the cycle after one
+        # leaves, and ``ready`` of the next cycle is the same as from the
+        # exact count and this cycle's admission (see below), while every
+        # flag's choice meets registered events only.
+        late = Signal(name="give_q")
+        m.d.sync += late.eq(give)
+        give = late
     # The items held, in unary: ``ready`` of the next cycle is the flag
-    # "fewer than depth" of the next cycle, or with late_give of this
-    # cycle's count plus what is admitted; chosen in the register's own
-    # statements, so an unknown event leaves it as with none.
+    # "fewer than depth" of the next cycle, chosen in the register's own
+    # statements, so an unknown event leaves it as with none.  (With
+    # late_give, the count c' counts an item's leaving a cycle late: c' =
+    # c + give of the cycle before, so "c' < depth" next cycle is "c +
+    # admitted < depth" of this cycle, what an exact count would give with
+    # the leaving seen a cycle late.)
     held, _ = ladder(m, depth, admit, give, name="held")
     m.d.sync += ready.eq(~held(depth) & extra)
-    with m.Switch(Cat(admit, Const(0, 1) if late_give else give)):
+    with m.Switch(Cat(admit, give)):
         with m.Case(0b01):
             m.d.sync += ready.eq(~held(depth - 1) & extra)
         with m.Case(0b10):

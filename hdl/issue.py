@@ -24,12 +24,14 @@ from .request import Kind, ReadEntryLayout, RequestLayout
 __all__ = ["ReadIssue", "ReadEntryLayout"]
 
 #: Depth of the completions' queue: covers the completions between its
-#: admission and the NDR arbiter's ready, so that one is taken per cycle.
-CMP_DEPTH = 4
+#: admission and the NDR arbiter's ready, and the cycle its credit sees
+#: one leave late, so that one is taken per cycle.
+CMP_DEPTH = 5
 
 #: Depth of the AR queue: covers the reads from their take to the AR
-#: handshake (the input register, the queue), so that one goes per cycle.
-AR_DEPTH = 3
+#: handshake (the input register, the queue) and the cycle its credit sees
+#: one leave late, so that one goes per cycle.
+AR_DEPTH = 4
 
 
 class ReadIssue(wiring.Component):
@@ -82,9 +84,9 @@ class ReadIssue(wiring.Component):
         ar_room, cmp_room = Signal(), Signal()
         m.d.comb += [
             ar_room.eq(credit_ready(m, AR_DEPTH, self.requests.valid & is_read & cmp_room,
-                                    ar_taken)),
+                                    ar_taken, late_give=True)),
             cmp_room.eq(credit_ready(m, CMP_DEPTH, self.requests.valid & is_cmp & ar_room,
-                                     cmpq.r_rdy & self.completions.ready)),
+                                     cmpq.r_rdy & self.completions.ready, late_give=True)),
         ]
         take = Signal()
         pop = cmpq.r_rdy & self.completions.ready

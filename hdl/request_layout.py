@@ -15,8 +15,10 @@ __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "classif
 
 class Kind:
     """What the top does with a request: read the line, answer NDR Cmp,
-    answer NDR Cmp and flag UNSUPPORTED, or drop it (MemSpecRd)."""
-    READ, CMP, UNSUPPORTED, DROP = range(4)
+    answer NDR Cmp and flag UNSUPPORTED, or drop it (MemSpecRd).  (The two
+    that answer NDR Cmp share the high bit, so read issue tells them from
+    the others by one bit.)"""
+    READ, DROP, CMP, UNSUPPORTED = range(4)
 
 
 def ReadCfgLayout(params):
