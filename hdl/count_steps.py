@@ -102,18 +102,27 @@ _MARGIN_BITS = 12                       # -1023 <= a <= 2046
 
 #: Width of :func:`margin_limits`: the high and the low limit on c.
 LIMITS_BITS = 2 * _COUNT_BITS
+#: Width of :func:`margin_terms`' sums: total + T <= 2046.
+_TERM_BITS = _COUNT_BITS + 1
 
 
-def margin_sums(mode, gate_kind, total, threshold):
-    """What :func:`margin_limits` chooses by: ``Cat(high, low, on)``, the
-    MARGIN gate's limits on a lane's count c as if the gate applied --
-    ``ceil((total + T) / 2)`` and ``floor((total - T) / 2) + 1`` (a lane is
-    kept when ``c >= high`` or ``c < low``) -- and whether it applies.  A
-    function of the CFG alone: the top forms it in the request pipeline."""
+def margin_terms(mode, gate_kind, total, threshold):
+    """The first of the MARGIN limits' three steps (:func:`margin_sums`,
+    :func:`margin_limits`): ``Cat(total + T, total - T, on)`` (11 bits
+    each; ``on``, whether the gate applies).  Functions of the CFG alone:
+    the top forms them in the request pipeline, a step each."""
     on = (mode == Mode.GTERNARY) & (gate_kind == GateKind.MARGIN)
-    high = (total + threshold + 1)[1:_COUNT_BITS + 1]
-    low = (total - threshold + 2)[1:_COUNT_BITS + 1]
-    return Cat(high, low, on)
+    return Cat((total + threshold)[:_TERM_BITS], (total - threshold)[:_TERM_BITS], on)
+
+
+def margin_sums(terms):
+    """The limits on a lane's count c as if the MARGIN gate applied, and
+    whether it does: ``Cat(high, low, on)``, ``ceil((total + T) / 2)`` and
+    ``floor((total - T) / 2) + 1`` (a lane is kept when ``c >= high`` or
+    ``c < low``), from :func:`margin_terms`."""
+    plus, minus, on = (terms[:_TERM_BITS], terms[_TERM_BITS:2 * _TERM_BITS],
+                       terms[2 * _TERM_BITS])
+    return Cat((plus + 1)[1:_COUNT_BITS + 1], (minus + 2)[1:_COUNT_BITS + 1], on)
 
 
 def margin_limits(sums):
@@ -178,7 +187,8 @@ class CountSteps:
         if has("gate_margin"):
             pattern_on = ternary & (line.gate_kind == GateKind.PATTERN)
             limits = line.limits if line.limits is not None else self._wire(
-                margin_limits(margin_sums(line.mode, line.gate_kind, total, line.threshold)))
+                margin_limits(margin_sums(margin_terms(line.mode, line.gate_kind, total,
+                                                      line.threshold))))
             high, low = limits[:_COUNT_BITS], limits[_COUNT_BITS:]
         code = Const(Format.COUNT, 2)
         if has("format_margin"):

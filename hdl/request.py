@@ -49,7 +49,7 @@ from .derive import RegionResidues, ResidueLayout, local_config, refresh_cycles
 from .gate import FIXED_PATTERN, gate_mask_steps, slices
 from .inflight import ReadAllocSignature, ReserveSignature
 from .queue import HeadQueue
-from .count_steps import margin_limits, margin_sums
+from .count_steps import margin_limits, margin_sums, margin_terms
 from .hierarchy import permutes
 from .request_layout import Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, classify
 from .phase import MODULI, reduce_small
@@ -197,11 +197,14 @@ class RequestPipeline(wiring.Component):
         members = ReadEntryLayout(p).members
         w = register(m, "req_offset", {q: plain[q] + res[f"r{q}"] for q in MODULI})
         low = register(m, "req_low_offset", (low + res.low)[:3])
-        # (the MARGIN limits' adders in a stage of their own, the choice
-        # by whether the gate applies as the entry is filled)
-        cfg = data.View(CfgLayout, line.fields["cfg"])
-        line.step(fields={"margin": margin_sums(cfg.mode, cfg.gate_kind, cfg.total,
-                                                cfg.threshold)} if "limits" in members else None)
+        if "limits" in members:
+            # the MARGIN limits' two adder steps, beside the line
+            cfg = data.View(CfgLayout, line.fields["cfg"])
+            margin = register(m, "req_margin_terms", margin_terms(cfg.mode, cfg.gate_kind,
+                                                                 cfg.total, cfg.threshold))
+            margin = register(m, "req_margin_sums", margin_sums(margin))
+            margin_stage = len(line.stages) + 1
+        line.step()
         r = register(m, "req_mod", {**{q: reduce_small(w[q], q) for q in MODULI},
                                     3: reduce_small(w[9], 3)})
         low = register(m, "req_low_mod", low)
@@ -213,8 +216,10 @@ class RequestPipeline(wiring.Component):
         if "permute" in members:
             m.d.comb += entry.permute.eq(permutes(cfg))
         if "limits" in members:
-            m.d.comb += entry.limits.eq(margin_limits(line.fields["margin"]))
-        valid, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg", "margin"))
+            # (the choice by whether the gate applies as the entry is filled)
+            margin = delay(m, "req_margin", margin, len(line.stages) - 1 - margin_stage)
+            m.d.comb += entry.limits.eq(margin_limits(margin))
+        valid, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg"))
         m.d.comb += [self.alloc.fill.eq(valid & (last["kind"] == Kind.READ)),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
         self._issue(m, line, queue)

@@ -177,13 +177,14 @@ class ServiceParams:
 
 
 #: Our top's own BYPASS read latency outside the memory, in controller
-#: cycles: 23 cycles from a request's acceptance to its DRS being taken with
+#: cycles: 24 cycles from a request's acceptance to its DRS being taken with
 #: a memory answering the cycle after each address, less that cycle
 #: (docs/top.md, Latency and rate; 15 before the top was pipelined for
 #: 300 MHz: the request pipeline's region residues and gate mask, the read
-#: path's registered ports).  ``front_end_cycles`` when the model stands in
+#: path's registered ports; 22 before the region compares went to 2-bit
+#: chunks).  ``front_end_cycles`` when the model stands in
 #: for our RTL; ``make envelope-rtl`` measures it again on every run.
-TOP_FRONT_END_CYCLES = 22
+TOP_FRONT_END_CYCLES = 23
 
 #: The paper's measured exposed-cost anchor: eight workers, 2 MiB each,
 #: 16 MiB active footprint over an 8 MiB LLC (full LLC miss).
