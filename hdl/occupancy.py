@@ -33,6 +33,8 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .pipe import boundary
+
 __all__ = ["Occupancy", "devload_level"]
 
 
@@ -144,13 +146,6 @@ def _flags(flags, size):
     return ge
 
 
-def _kept(m, value, name):
-    """``value`` as a signal synthesis keeps (the boundary of a gate)."""
-    sig = Signal(name=name, attrs={"keep": 1})
-    m.d.comb += sig.eq(value)
-    return sig
-
-
 def _shift(m, ge, step_ge, name):
     """``ge`` of a count plus a step given in unary (``step_ge[j]``: the
     step is at least ``j``, for its values above the lowest): the count
@@ -163,7 +158,7 @@ def _shift(m, ge, step_ge, name):
     def shifted(k):
         # (the step's copies taken in turn)
         terms = [ge(k - low)] + [s[k % len(s)] & ge(k - j) for j, s in step_ge.items()]
-        pairs = [_kept(m, terms[i] | terms[i + 1], f"{name}{k}_{i // 2}".replace("-", "m"))
+        pairs = [boundary(m, terms[i] | terms[i + 1], f"{name}{k}_{i // 2}".replace("-", "m"))
                  for i in range(0, len(terms) - 1, 2)]
         return Cat(*pairs, *terms[2 * len(pairs):]).any()
     return shifted
@@ -180,8 +175,8 @@ def _by_takes(m, name, values, rt, wt, rule):
     for j in values:
         v0, v1, v2 = (rule(j, t) for t in range(3))
         tag = f"{name}{j}"
-        one = _kept(m, v1, f"{tag}_one")
-        other = _kept(m, Mux(v1, v0 & v2, v0 | v2), f"{tag}_other")
+        one = boundary(m, v1, f"{tag}_one")
+        other = boundary(m, Mux(v1, v0 & v2, v0 | v2), f"{tag}_other")
         copies = [Signal(name=f"{tag}_ge"), Signal(name=f"{tag}_le", init=1)]
         for copy, inv in zip(copies, (0, 1)):
             def put(value):

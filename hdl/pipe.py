@@ -4,7 +4,7 @@ without reset and without clock enable (the request pipeline never stalls)."""
 from amaranth import Shape, Signal, Value
 from amaranth.lib import data
 
-__all__ = ["register", "delay", "copies", "Line"]
+__all__ = ["register", "delay", "copies", "boundary", "Line"]
 
 
 def register(m, name, value):
@@ -19,6 +19,14 @@ def register(m, name, value):
     reg = Signal(shape, name=name, reset_less=True)
     m.d.sync += reg.eq(value)
     return reg
+
+
+def boundary(m, value, name):
+    """``value`` (1 bit) through a net synthesis keeps: the boundary of a
+    logic cone, so that the logic on each side is mapped into LUTs apart."""
+    sig = Signal(name=name, attrs={"keep": 1})
+    m.d.comb += sig.eq(value)
+    return sig
 
 
 def delay(m, name, value, cycles):
