@@ -16,8 +16,6 @@ from functools import reduce
 
 from amaranth import Cat, Const, Mux, Signal
 
-from .pipe import boundary
-
 __all__ = ["credit_ready", "below", "step", "ladder"]
 
 
@@ -57,9 +55,6 @@ def ladder(m, size, up, down, *, name, init=0):
     chosen by ``up`` and ``down``.  The flags are chosen in the register's
     own statements, so an unknown event keeps them as they are.
     """
-    # (each event through a kept net: every flag is then a choice among
-    # three flags by two nets, however the events are formed)
-    up, down = boundary(m, up, f"{name}_up"), boundary(m, down, f"{name}_down")
     flags = Signal(size, name=f"{name}_at_least", init=(1 << init) - 1)
     grow, shrink = Cat(Const(1, 1), flags[:-1]), Cat(flags[1:], Const(0, 1))
     with m.Switch(Cat(up, down)):
@@ -105,7 +100,7 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
     ready : Signal
     """
     ready = Signal()
-    admit = boundary(m, valid & ready, "admit")
+    admit = valid & ready
     extra = (~hold if hold is not None else 1) & (room if room is not None else 1)
     if late_give:
         # Counted a cycle late, ``give`` comes from a register: the count
