@@ -143,7 +143,9 @@ class CountSteps:
            (wiring), four sums of two nibbles per lane; per line: the
            format (one-hot), the gate flags, the MARGIN gate's limits on c
            (ceil((total + T) / 2) and floor((total - T) / 2) + 1 when the
-           gate applies, limits no count reaches when not), and total / 2
+           gate applies, limits no count reaches when not: formed here, or
+           taken as the line's ``limits`` when the caller formed them),
+           and total / 2
         B  the pairs of the line's view (a 3:1 multiplexer on the route
            copy), and the sums of the even and of the odd nibbles
         C  c: even + odd (COUNTS4), or even + 16 * odd (COUNTS8: each odd
