@@ -18,9 +18,10 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 from neuron_fabric.sim.amaranth_sim import run_testbenches
 
+from neuron_fabric.hdl.count_steps import margin_limits, margin_sums, margin_terms
 from neuron_fabric.hdl.csr import CfgWordLayout, cfg_invalid
 from neuron_fabric.hdl.hierarchy import HIERARCHY_MODULE, Hierarchy
-from neuron_fabric.host.facts import PROFILES, Format, Layout, Mode, Operand, TopParams
+from neuron_fabric.host.facts import PROFILES, Format, GateKind, Layout, Mode, Operand, TopParams
 from neuron_fabric.host.regmap import cfg_check, cfg_encode
 from neuron_fabric.sim import formal_hierarchy
 from neuron_fabric.sim.formal import run_sby
@@ -62,6 +63,52 @@ def _rtl_rejects(values, workers, features):
 def _cfg(operand=Operand.SIGNS, total=0, threshold=0, layout=Layout.ELEMENT_MAJOR, **kw):
     return cfg_encode(Mode.GTERNARY, Format.MARGIN, threshold=threshold, layout=layout,
                       operand=operand, total=total, **kw)
+
+
+class _Limits(wiring.Component):
+    """The count unit's MARGIN limits as the request pipeline forms them:
+    :func:`margin_terms`, :func:`margin_sums`, :func:`margin_limits`."""
+    mode: In(2)
+    gate_kind: In(1)
+    total: In(10)
+    threshold: In(5)
+    high: Out(10)
+    low: Out(10)
+
+    def elaborate(self, platform):
+        m = Module()
+        limits = margin_limits(margin_sums(margin_terms(self.mode, self.gate_kind, self.total,
+                                                        self.threshold)))
+        m.d.comb += [self.high.eq(limits[:10]), self.low.eq(limits[10:])]
+        return m
+
+
+def test_margin_limits_keep_what_the_contract_keeps():
+    """For every count c of a lane (0..1020), ``c >= high or c < low`` is
+    contract 5.3's MARGIN rule |2c - total| >= T when G-Ternary's gate is
+    MARGIN, and never holds otherwise; every T with totals at the edges and
+    spread over the range."""
+    dut = _Limits()
+    totals = sorted({0, 1, 2, 3, 30, 31, 32, 33, 511, 512, 1018, 1019, 1020,
+                     *random.Random(7).sample(range(1021), 24)})
+    cases = [(mode, kind, total, t) for total in totals for t in range(min(total, 31) + 1)
+             for mode, kind in ((Mode.GTERNARY, GateKind.MARGIN), (Mode.GTERNARY, GateKind.PATTERN),
+                                (Mode.GBINARY, GateKind.MARGIN))]
+    got = []
+
+    async def bench(ctx):
+        for mode, kind, total, t in cases:
+            for sig, v in zip((dut.mode, dut.gate_kind, dut.total, dut.threshold),
+                              (mode, kind, total, t)):
+                ctx.set(sig, v)
+            got.append((ctx.get(dut.high), ctx.get(dut.low)))
+
+    run_testbenches(dut, bench, clock=False)
+    for (mode, kind, total, t), (high, low) in zip(cases, got):
+        on = mode == Mode.GTERNARY and kind == GateKind.MARGIN
+        kept = [c >= high or c < low for c in range(1021)]
+        assert kept == [on and abs(2 * c - total) >= t for c in range(1021)], \
+            (mode, kind, total, t, high, low)
 
 
 #: (CFG word, rejected by a build with the hierarchy feature, rejected without),
