@@ -99,7 +99,7 @@ class Top(wiring.Component):
         dims = dict(line_bits=p.line_bits, workers=p.workers, stages=p.stages, profile=p.profile)
         core = m.submodules.datapath = \
             Hierarchy(**dims, permute_copies=True, limits_in=hasattr(read, "limits")) \
-            if hierarchy else Datapath(**dims)
+            if hierarchy else Datapath(**dims, keep_copies=True)
         if hierarchy:
             m.d.comb += core.permute.eq(read.permute)
         if hasattr(read, "limits"):

@@ -109,12 +109,14 @@ class DatapathDesign:
         group_bits = max(REPLICA_BITS["paper" if self.paper_like else "other"], p.workers)
         return Geometry(p.line_bits, p.workers, group_bits)
 
-    def build(self, m, i_stream, o_stream):
+    def build(self, m, i_stream, o_stream, keep_copies=None):
         """The core's logic in module ``m``, from stream ``i_stream`` to
-        ``o_stream`` (interfaces of :attr:`signature`'s members)."""
+        ``o_stream`` (interfaces of :attr:`signature`'s members);
+        ``keep_copies`` as :class:`~.pipeline.Pipeline`'s."""
         geo = self.geometry
         pipe = Pipeline(m, stages=self.params.stages, in_valid=i_stream.valid,
-                        out_ready=o_stream.ready, skid=not self.paper_like)
+                        out_ready=o_stream.ready, skid=not self.paper_like,
+                        keep_copies=keep_copies)
         steps = PaperSteps(geo, pipe.wire) if self.paper_like \
             else FullSteps(geo, self.profile, pipe.wire)
         line = LineIn.from_payload(i_stream.payload, geo)
@@ -144,6 +146,11 @@ class Datapath(wiring.Component):
         other :class:`Profile` (for feature-cost studies).  Only the
         features of :data:`~neuron_fabric.host.facts.CORE_FEATURES` concern
         the core; every profile takes the PATTERN gate as ``gate_mask``.
+    keep_copies : bool or None
+        Mark the registers of every per-line control's copies ``keep``, so
+        that synthesis does not merge them where their enables are equal
+        (default: for the profiles with the output skid; the top keeps them
+        in every profile, its core's output being always ready).
 
     Members
     -------
@@ -160,9 +167,11 @@ class Datapath(wiring.Component):
         For a parameter outside contract section 1 (the message quotes it).
     """
 
-    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full"):
+    def __init__(self, *, line_bits=512, workers=8, stages=5, profile="full",
+                 keep_copies=None):
         self._design = DatapathDesign.of(line_bits=line_bits, workers=workers, stages=stages,
                                          profile=profile)
+        self._keep_copies = keep_copies
         super().__init__(self._design.signature)
 
     @property
@@ -191,5 +200,5 @@ class Datapath(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        self._design.build(m, self.i_stream, self.o_stream)
+        self._design.build(m, self.i_stream, self.o_stream, self._keep_copies)
         return m

@@ -11,7 +11,7 @@ dataclasses) whose fields say by their type how they are registered:
 * an Amaranth value: a per-line signal, registered once;
 * :class:`Copies`: a per-line control with one copy per group, reached
   through a spread tree (:meth:`Pipeline.register_copies`), kept apart
-  in synthesis (:data:`KEEP`) with the skid;
+  in synthesis (:data:`KEEP`) with the skid or ``keep_copies``;
 * :class:`Groups`: one vector per group (lane data, per-lane bits), each
   under its group's enable; a :class:`Gated` vector takes its forced bits
   by the flip-flops' synchronous set/reset;
@@ -163,14 +163,17 @@ class Pipeline:
     skid : bool
         Enables from flip-flops behind a one-line output skid
         (:func:`~.chains.skid_chain`), or ``out_ready | ~out_valid``.
+    keep_copies : bool or None
+        Mark every copy's register :data:`KEEP` (default: with the skid).
     """
 
-    def __init__(self, module, *, stages, in_valid, out_ready, skid=True):
+    def __init__(self, module, *, stages, in_valid, out_ready, skid=True, keep_copies=None):
         self._m = module
         self._stages = stages
         self._in_valid = in_valid
         self._out_ready = out_ready
         self._skid = skid
+        self._keep = skid if keep_copies is None else keep_copies
         self._chains = {}
         self._reset_en = {}
 
@@ -232,9 +235,9 @@ class Pipeline:
         one copy per :data:`SPREAD_FANOUT` groups, the next one per group, so
         no register drives more than about that many copies.  The tree's
         registers sit between their groups, so they keep enables of their
-        own rather than stretching a group's.  With the skid every copy is
-        kept (:data:`KEEP`)."""
-        keep = KEEP if self._skid else None
+        own rather than stretching a group's.  With ``keep_copies`` every
+        copy is kept (:data:`KEEP`)."""
+        keep = KEEP if self._keep else None
         n = len(copies)
         if n <= SPREAD_FANOUT or any(v is not copies[0] for v in copies):
             return Copies(self.register(v, f"s{s}_{name}_r{c}", s, c, keep)
