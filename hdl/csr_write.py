@@ -171,7 +171,9 @@ def _handshake(m, bus, config):
     (held falls only as one is done) and with no response pending, so that
     the AXI rules hold from whatever state the steps start."""
     s = _Steps()
-    aw_full, w_full = Signal(name="csr_w_aw_full"), Signal(name="csr_w_w_full")
+    # (aw_full equals the address's uncomplemented capture enable below:
+    # both kept, so that synthesis keeps them apart)
+    aw_full, w_full = Signal(name="csr_w_aw_full", attrs=KEEP), Signal(name="csr_w_w_full")
     bvalid, busy = Signal(name="csr_w_bvalid"), Signal(name="csr_w_busy")
     s.w_open = Signal(init=1, name="csr_w_w_open")
     s.bvalid, s.bresp = bvalid, Signal(2)
@@ -196,8 +198,8 @@ def _handshake(m, bus, config):
     w_next = (w_full | bus.wvalid) & ~s.finish
     # the capture enables: the address's in two copies (kept apart: one
     # complemented), the data's; the uncomplemented copy equals aw_full and
-    # is kept apart from it too, so that the handshake's own logic does not
-    # wait on the enables' wide net
+    # is kept apart from it too (both marked), so that the handshake's own
+    # logic does not wait on the enables' wide net
     opens = [Signal(init=1, name="csr_w_aw_open"), Signal(name="csr_w_aw_open_n", attrs=KEEP)]
     s.aw_open = [opens[0], ~opens[1]]
     m.d.sync += [aw_full.eq(aw_next), w_full.eq(w_next), s.w_open.eq(~w_next),
