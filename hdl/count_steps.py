@@ -13,6 +13,7 @@ from neuron_fabric.host.facts import (COUNT_LANE_BITS, Format, GateKind, Mode, O
                                       count_geometry)
 
 from .datapath.pipeline import Copies, Groups
+from .pipe import delay, register
 
 __all__ = ["element_major", "COUNT_PLACEMENT", "CountLine", "CountSteps"]
 
@@ -133,6 +134,14 @@ def margin_limits(sums):
     on = sums[LIMITS_BITS]
     return Mux(on, sums[:LIMITS_BITS], Cat(Const((1 << _COUNT_BITS) - 1, _COUNT_BITS),
                                            Const(0, _COUNT_BITS)))
+
+
+def staged_limits(m, name, mode, gate_kind, total, threshold, cycles):
+    """:func:`margin_limits` of a CFG ``cycles`` (at least 2) registers
+    later, as the request pipeline forms them beside its line: the sums
+    registered, then rounded and delayed, then chosen (after the last)."""
+    terms = register(m, f"{name}_terms", margin_terms(mode, gate_kind, total, threshold))
+    return margin_limits(delay(m, name, margin_sums(terms), cycles - 1))
 
 
 class CountSteps:

@@ -5,7 +5,7 @@ Every stage is a register loaded every cycle (the pipeline never stalls),
 and each step between two is at most two LUT4 levels or a short carry
 chain.  Two tracks run side by side from the accept register A:
 
-* the region match (``region.py``): 4-bit chunk compares of the address
+* the region match (``region.py``): 2-bit chunk compares of the address
   with every region's BASE and LIMIT, their combination, each region's
   match, the first match one-hot, and the AND-OR choice of the matched
   region's CFG and BASE residues (``derive.py``), DEFAULT_CFG and zero
@@ -17,10 +17,11 @@ They meet in the stage that adds the region's ``(-BASE) mod q``, which is
 taken modulo q; then one step gives the phase candidate of every P, two
 the phase of this P, and two the gate mask from the pattern table of P
 and K (formed beside, ``phase.py``).  The last stage fills the read's
-in-flight entry (tag, CFG fields, mask).  A read takes its AXI ID in the
+in-flight entry (tag, CFG fields, mask; with the hierarchy extension the
+permute bit and the count unit's MARGIN limits).  A read takes its AXI ID in the
 first stage after A; the issue queue is written AR_LEAD stages before
 the last, so a read's AR goes out while its mask is still being formed.
-At 512 bits the pipeline is seventeen stages after A (:attr:`RequestPipeline.depth`).
+The pipeline is eighteen stages after A (:attr:`RequestPipeline.depth`).
 
 Admission is by credit: ``req.ready`` is a register, high only when the
 queue has room for every request the pipeline may still hold and the
@@ -49,9 +50,9 @@ from .derive import RegionResidues, ResidueLayout, local_config, refresh_cycles
 from .gate import FIXED_PATTERN, gate_mask_steps, slices
 from .inflight import ReadAllocSignature, ReserveSignature
 from .queue import HeadQueue
-from .count_steps import margin_limits, margin_sums, margin_terms
-from .hierarchy import permutes
-from .request_layout import Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, classify
+from .count_steps import staged_limits
+from .request_layout import (Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, classify,
+                             read_entry)
 from .phase import MODULI, reduce_small
 from .pipe import Line, copies, delay, register
 from .region import chunk_compare, combine, compare_steps, first, match, select_final, \
@@ -194,31 +195,20 @@ class RequestPipeline(wiring.Component):
         res = data.View(ResidueLayout(), chosen[CfgLayout.size:])
         # the region's (-BASE) residues added, then each sum taken modulo q
         line.step(fields={"cfg": cfg})
-        members = ReadEntryLayout(p).members
+        limits = None
         w = register(m, "req_offset", {q: plain[q] + res[f"r{q}"] for q in MODULI})
         low = register(m, "req_low_offset", (low + res.low)[:3])
-        if "limits" in members:
-            # the MARGIN limits' two adder steps, beside the line
+        if "limits" in ReadEntryLayout(p).members:     # (for the stage that fills the entry)
             cfg = data.View(CfgLayout, line.fields["cfg"])
-            margin = register(m, "req_margin_terms", margin_terms(cfg.mode, cfg.gate_kind,
-                                                                 cfg.total, cfg.threshold))
-            margin = register(m, "req_margin_sums", margin_sums(margin))
-            margin_stage = len(line.stages) + 1
+            limits = staged_limits(m, "req_margin", cfg.mode, cfg.gate_kind, cfg.total,
+                                   cfg.threshold, self.depth - len(line.stages))
         line.step()
         r = register(m, "req_mod", {**{q: reduce_small(w[q], q) for q in MODULI},
                                     3: reduce_small(w[9], 3)})
         low = register(m, "req_low_mod", low)
         mask = gate_mask_steps(m, line, p, r, low)
-        cfg = data.View(CfgLayout, line.fields["cfg"])
-        entry = Signal(ReadEntryLayout(p))
-        m.d.comb += [entry.tag.eq(line.fields["tag"]), entry.mask.eq(mask),
-                     *(entry.cfg[name].eq(cfg[name]) for name, _ in ReadCfgLayout(p))]
-        if "permute" in members:
-            m.d.comb += entry.permute.eq(permutes(cfg))
-        if "limits" in members:
-            # (the choice by whether the gate applies as the entry is filled)
-            margin = delay(m, "req_margin", margin, len(line.stages) - 1 - margin_stage)
-            m.d.comb += entry.limits.eq(margin_limits(margin))
+        entry = read_entry(m, p, line.fields["tag"], data.View(CfgLayout, line.fields["cfg"]),
+                           mask, limits)
         valid, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg"))
         m.d.comb += [self.alloc.fill.eq(valid & (last["kind"] == Kind.READ)),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
@@ -234,12 +224,9 @@ class RequestPipeline(wiring.Component):
         """Stages 1 .. first + 2: the class of the request and its ID, the
         region match, the choice of the CFG and residues (returned as one
         value, at stage first + 2)."""
-        p = self._params
-        n = p.regions
-        regions = config["regions"]
+        n, regions = self._params.regions, config["regions"]
         per = -(-n // len(addrs)) if n else 1
-        opcode = line.fields["opcode"]
-        valid, _ = line.step(fields={"kind": classify(m, opcode)}, drop=("opcode",))
+        valid, _ = line.step(fields={"kind": classify(m, line.fields["opcode"])}, drop=("opcode",))
         m.d.comb += self.alloc.take.eq(valid & (line.fields["kind"] == Kind.READ))
         pairs = register(m, "m_chunk", [[chunk_compare(addrs[r // per], bound)
                                          for bound in (rg.base, rg.limit)]

@@ -9,8 +9,10 @@ from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
 from neuron_fabric.host.regmap import HIERARCHY_CFG_FIELDS
 from .cfg import CfgLayout
 from .count_steps import LIMITS_BITS
+from .hierarchy import permutes
 
-__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "classify"]
+__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "read_entry",
+           "classify"]
 
 
 class Kind:
@@ -53,6 +55,21 @@ def ReadEntryLayout(params):
         extra["limits"] = LIMITS_BITS
     return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes,
                               **extra})
+
+
+def read_entry(m, params, tag, cfg, mask, limits=None):
+    """A read's in-flight entry (:func:`ReadEntryLayout`) from its tag, CFG
+    (a :class:`.cfg.CfgLayout` view) and gate mask; where the layout has
+    them, ``permute`` from the CFG and ``limits`` as given."""
+    entry = Signal(ReadEntryLayout(params))
+    members = ReadEntryLayout(params).members
+    m.d.comb += [entry.tag.eq(tag), entry.mask.eq(mask),
+                 *(entry.cfg[name].eq(cfg[name]) for name, _ in ReadCfgLayout(params))]
+    if "permute" in members:
+        m.d.comb += entry.permute.eq(permutes(cfg))
+    if "limits" in members:
+        m.d.comb += entry.limits.eq(limits)
+    return entry
 
 
 def classify(m, opcode):

@@ -47,11 +47,10 @@ PLACEMENT = {
 }
 
 #: Line bits served by one copy of the per-line control registers, by kind
-#: of profile.  The paper profile's controls are few and drive one LUT per
-#: bit; every other profile's drive wide functions and placed better with
-#: fewer, larger groups (ECP5, full profile with the v1 pattern network
-#: that crossed groups, median of three seeds: 219.5 -> 243.7 MHz at 512
-#: bits and 186.9 -> 226.2 at 1024 going from 16 to 32 bits per copy).
+#: of profile: the paper's few controls drive one LUT per bit; the others'
+#: drive wide functions and placed better with larger groups (ECP5, v1 full
+#: profile, median of three seeds: 219.5 -> 243.7 MHz at 512 bits, 186.9 ->
+#: 226.2 at 1024, from 16 to 32 bits per copy).
 REPLICA_BITS = {"paper": 16, "other": 32}
 
 #: Most copies one register of a spread per-line control feeds.
@@ -168,14 +167,10 @@ class Pipeline:
     """
 
     def __init__(self, module, *, stages, in_valid, out_ready, skid=True, keep_copies=None):
-        self._m = module
-        self._stages = stages
-        self._in_valid = in_valid
-        self._out_ready = out_ready
-        self._skid = skid
-        self._keep = skid if keep_copies is None else keep_copies
-        self._chains = {}
-        self._reset_en = {}
+        self._m, self._stages = module, stages
+        self._in_valid, self._out_ready = in_valid, out_ready
+        self._skid, self._keep = skid, skid if keep_copies is None else keep_copies
+        self._chains, self._reset_en = {}, {}
 
     def wire(self, value):
         """``value`` through a signal of its own.  Every value used more than
@@ -235,14 +230,11 @@ class Pipeline:
         one copy per :data:`SPREAD_FANOUT` groups, the next one per group, so
         no register drives more than about that many copies.  The tree's
         registers sit between their groups, so they keep enables of their
-        own rather than stretching a group's.  With ``keep_copies`` every
-        copy is kept (:data:`KEEP`)."""
-        keep = KEEP if self._keep else None
-        n = len(copies)
-        if n <= SPREAD_FANOUT or any(v is not copies[0] for v in copies):
+        own.  With ``keep_copies`` every copy is kept (:data:`KEEP`)."""
+        keep, n, per = KEEP if self._keep else None, len(copies), SPREAD_FANOUT
+        if n <= per or any(v is not copies[0] for v in copies):
             return Copies(self.register(v, f"s{s}_{name}_r{c}", s, c, keep)
                           for c, v in enumerate(copies))
-        per = SPREAD_FANOUT
         tree = [self.register(copies[0], f"s{s}_{name}_t{c}", s, f"tree{c}", keep)
                 for c in range(0, n, per)]
         return Copies(tree[c // per] for c in range(n))
