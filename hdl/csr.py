@@ -29,7 +29,8 @@ from .gather import AddressDecode, and_all, gather, or_all, tree
 from .queue import select_copies
 
 # The CFG layouts and check are imported from here by other blocks and tests.
-__all__ = ["CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "EventSignature",
+__all__ = ["ERROR_EVENTS",
+           "CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "EventSignature",
            "ControlRegisters", "cfg_invalid", "control_write_bound"]
 
 _ADDR_KINDS = ("base_lo", "base_hi", "limit_lo", "limit_hi")
@@ -40,11 +41,18 @@ _BYTES = DATA_BITS // 8
 _SEL = 2
 
 
+#: The error events the top reports, in the order of ``EventSignature``'s
+#: ``errors``, each with the STATUS bit it sets (both unsupported opcodes
+#: set ``unsupported``).
+ERROR_EVENTS = (("req_unsupported", "unsupported"), ("rwd_unsupported", "unsupported"),
+                ("rd_err", "rd_err"), ("wr_err", "wr_err"), ("poison_drop", "poison_drop"))
+
+
 def EventSignature():
-    """Events the top reports to STATUS and the counters (seen from the source):
-    STATUS bits 0..3 to set, the number of events setting a STATUS bit, and
-    counters 0..4 to increment."""
-    return wiring.Signature({"status_set": Out(4), "error_count": Out(3), "count_inc": Out(5)})
+    """Events the top reports to STATUS and the counters (seen from the source),
+    each a bit of its block for this cycle: the error events of
+    :data:`ERROR_EVENTS` and counters 0..4 to increment."""
+    return wiring.Signature({"errors": Out(len(ERROR_EVENTS)), "count_inc": Out(5)})
 
 
 class ControlRegisters(wiring.Component):
@@ -95,12 +103,20 @@ class ControlRegisters(wiring.Component):
                                          self._params)
         self._read(m, regs, store, status, counters)
 
-        # Events are registered as they come; counter 5 adds the refused
-        # writes a cycle later (a sum of two registers).
+        # Events are registered as they come, with no logic between the
+        # blocks that report them and these registers; STATUS is set from
+        # them, and counter 5 counts them a cycle later (their number) and
+        # adds the refused writes a cycle after that (a sum of two registers).
         ev = self.events
-        set_q, inc_q = Signal(4, name="csr_set_q"), Signal(5, name="csr_inc_q")
+        errors_q = Signal(len(ERROR_EVENTS), name="csr_errors_q")
+        inc_q = Signal(5, name="csr_inc_q")
         err_q, err_inc = Signal(3, name="csr_err_q"), Signal(3, name="csr_err_inc")
-        m.d.sync += [set_q.eq(ev.status_set), inc_q.eq(ev.count_inc), err_q.eq(ev.error_count),
+        # STATUS bits 0..3 from the events, bit 4 (bad_csr) from the writes
+        set_q = Cat(*(or_all(errors_q[k] for k, (_, bit) in enumerate(ERROR_EVENTS)
+                             if bit == f.name)
+                      for f in sorted(STATUS_BITS, key=lambda f: f.lsb)[:-1]))
+        m.d.sync += [errors_q.eq(ev.errors), inc_q.eq(ev.count_inc),
+                     err_q.eq(sum(errors_q[k] for k in range(len(ERROR_EVENTS)))),
                      err_inc.eq(add_gates(err_q, bad_event)[0])]
         m.d.sync += status.eq((status & ~clear) | Cat(set_q, bad_event))
         m.d.comb += [counters[j].inc.eq(inc_q[j]) for j in range(5)]

@@ -94,9 +94,10 @@ def idle_after(params):
     """Cycles of ``hold`` after which ``config.idle`` is high (for that cycle
     and every later one while ``hold`` stays high): ``req.ready`` falls the
     cycle after ``hold`` rises, and the last request accepted leaves the
-    first-match stage ``first_stage + 1`` cycles later.  The control-write
-    bound follows from it (:func:`.csr_write.control_write_bound`)."""
-    return first_stage(params) + 2
+    first-match stage ``first_stage + 1`` cycles later; ``idle`` is a
+    register, a cycle after that.  The control-write bound follows from it
+    (:func:`.csr_write.control_write_bound`)."""
+    return first_stage(params) + 3
 
 
 class RequestPipeline(wiring.Component):
@@ -292,9 +293,15 @@ class RequestPipeline(wiring.Component):
             m.d.sync += [since.eq(0), settled.eq(0)]
         with m.Elif(~settled & was_idle):
             m.d.sync += [since.eq(since + 1), settled.eq(since == quiet - 1)]
+        # ``config.idle`` is a register too (the control registers that wait
+        # for it sit in another block): idle while ``hold`` was high a
+        # cycle before, so that nothing was admitted in this cycle either
+        idle_q = Signal(name="idle_q")
+        m.d.sync += idle_q.eq(idle & hold)
+        m.d.comb += self.config.idle.eq(idle_q)
         accept = self.req.valid & ready
         opcode = self.req.payload.opcode
-        m.d.comb += [self.req.ready.eq(ready), self.config.idle.eq(idle),
+        m.d.comb += [self.req.ready.eq(ready),
                      self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
                                                     (opcode == ReqOpcode.MEM_RD_DATA)))]
         return accept

@@ -17,7 +17,8 @@ Every block that takes a stream from outside admits by credit: its
 ``ready`` is a register, high only while everything it has admitted fits
 in the queue behind it, so no pipeline stalls and every ``ready`` and
 ``valid`` the top drives comes from a register.  Events for STATUS and
-the counters are registered once here.
+the counters go to the control registers one bit per event, registered
+there before any logic (``csr.ERROR_EVENTS``).
 """
 
 from amaranth import Cat, Module
@@ -27,7 +28,7 @@ from amaranth.lib.wiring import In, Out, connect
 from neuron_fabric.host.facts import CXL_ADDR_BITS, PROFILES, TopParams
 from neuron_fabric.host.regmap import HIERARCHY_CFG_FIELDS
 from .bus import AXI4LiteSignature, AXI4Signature, BURST_INCR, cxl_channels
-from .csr import ControlRegisters
+from .csr import ERROR_EVENTS, ControlRegisters
 from .datapath import Datapath
 from .hierarchy import Hierarchy
 from .inflight import InFlightTable, devload_level
@@ -123,14 +124,10 @@ class Top(wiring.Component):
         self._axi(m, issue, write, read, ndr)
         self._core(m, read, core)
 
-        events = csr.events
-        m.d.comb += [
-            events.status_set.eq(Cat(issue.unsupported | write.unsupported, read.rd_err,
-                                     ndr.wr_err, write.poison_drop)),
-            events.error_count.eq(issue.unsupported + write.unsupported + read.rd_err +
-                                  ndr.wr_err + write.poison_drop),
-            events.count_inc.eq(Cat(issue.reads, write.writes)),
-        ]
+        sources = {"req_unsupported": issue.unsupported, "rwd_unsupported": write.unsupported,
+                   "rd_err": read.rd_err, "wr_err": ndr.wr_err, "poison_drop": write.poison_drop}
+        m.d.comb += [csr.events.errors.eq(Cat(*(sources[name] for name, _ in ERROR_EVENTS))),
+                     csr.events.count_inc.eq(Cat(issue.reads, write.writes))]
         return m
 
     def _axi(self, m, issue, write, read, ndr):

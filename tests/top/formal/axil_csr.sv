@@ -19,7 +19,7 @@ module axil_csr_spec (
     input bready,
     input [11:0] araddr, input [2:0] arprot, input arvalid,
     input rready,
-    input [3:0] status_set, input [2:0] error_count, input [4:0] count_inc,
+    input [4:0] errors, input [4:0] count_inc,
     input write_go
 );
     wire awready, wready, bvalid, arready, rvalid, write_pending;
@@ -37,7 +37,7 @@ module axil_csr_spec (
         .s_axil_arready(arready),
         .s_axil_rdata(rdata), .s_axil_rresp(rresp), .s_axil_rvalid(rvalid),
         .s_axil_rready(rready),
-        .status_set(status_set), .error_count(error_count), .count_inc(count_inc),
+        .errors(errors), .count_inc(count_inc),
         .write_pending(write_pending), .write_go(write_go)
     );
 

@@ -6,7 +6,7 @@
 // requests on M2S Req/RwD, the memory's AW/W/AR ready, B and R beats, the
 // S2M DRS/NDR ready, and the control port itself.
 module control_bound_spec (input clk);
-    localparam BOUND = 11;
+    localparam BOUND = 12;
 
     (* anyseq *) reg rst;
     (* anyseq *) reg m2s_req_valid; (* anyseq *) reg [3:0] m2s_req_opcode;
