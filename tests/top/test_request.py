@@ -172,12 +172,12 @@ def test_request_pipeline_hold_and_idle():
             assert not ctx.get(dut.req.ready)
             if ctx.get(dut.config.idle):
                 break
-        # idle 8 edges after hold: one for req.ready to fall, then the last
+        # idle 9 edges after hold: one for req.ready to fall, then the last
         # request accepted passes the seven stages up to the one that chooses
         # its CFG: A, the chunk compares, two combines (a 49-bit line
         # address's 13 chunks to 4, then 1), the match, the first match and
-        # its copies
-        assert cycle == 7, cycle
+        # its copies; then one for idle's own register
+        assert cycle == 8, cycle
         ctx.set(dut.config.hold, 0)
         for _ in range(100):
             await ctx.tick()
