@@ -111,14 +111,14 @@ class ControlRegisters(wiring.Component):
         errors_q = Signal(len(ERROR_EVENTS), name="csr_errors_q")
         inc_q = Signal(5, name="csr_inc_q")
         err_q, err_inc = Signal(3, name="csr_err_q"), Signal(3, name="csr_err_inc")
-        # STATUS bits 0..3 from the events, bit 4 (bad_csr) from the writes
-        set_q = Cat(*(or_all(errors_q[k] for k, (_, bit) in enumerate(ERROR_EVENTS)
-                             if bit == f.name)
-                      for f in sorted(STATUS_BITS, key=lambda f: f.lsb)[:-1]))
+        # each STATUS bit from the events that set it; bad_csr from the writes
+        sets = Cat(*(bad_event if f.name == "bad_csr" else
+                     or_all(errors_q[k] for k, (_, bit) in enumerate(ERROR_EVENTS)
+                            if bit == f.name)
+                     for f in sorted(STATUS_BITS, key=lambda f: f.lsb)))
         m.d.sync += [errors_q.eq(ev.errors), inc_q.eq(ev.count_inc),
-                     err_q.eq(sum(errors_q[k] for k in range(len(ERROR_EVENTS)))),
-                     err_inc.eq(add_gates(err_q, bad_event)[0])]
-        m.d.sync += status.eq((status & ~clear) | Cat(set_q, bad_event))
+                     err_q.eq(sum(errors_q)), err_inc.eq(add_gates(err_q, bad_event)[0])]
+        m.d.sync += status.eq((status & ~clear) | sets)
         m.d.comb += [counters[j].inc.eq(inc_q[j]) for j in range(5)]
         m.d.comb += counters[5].inc.eq(err_inc)
         return m
