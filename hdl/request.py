@@ -94,9 +94,8 @@ def idle_after(params):
     """Cycles of ``hold`` after which ``config.idle`` is high (for that cycle
     and every later one while ``hold`` stays high): ``req.ready`` falls the
     cycle after ``hold`` rises, and the last request accepted leaves the
-    first-match stage ``first_stage + 1`` cycles later; ``idle`` is a
-    register, a cycle after that.  The control-write bound follows from it
-    (:func:`.csr_write.control_write_bound`)."""
+    first-match stage ``first_stage + 1`` cycles later, ``idle`` (a
+    register) a cycle after.  The control-write bound follows from it."""
     return first_stage(params) + 3
 
 
@@ -285,23 +284,18 @@ class RequestPipeline(wiring.Component):
         ready = credit_ready(m, QUEUE_DEPTH, self.req.valid, queue.r_rdy & queue.r_en,
                              hold=hold | ~settled, room=self.reserve.room)
         idle = ~ready & drained
-        # (counted from a registered idle: a cycle later than it could be,
-        # so no enable is formed from the stages' valids)
-        was_idle = Signal(name="was_idle")
-        m.d.sync += was_idle.eq(idle)
+        # (quiet counted from a registered idle, so no enable is formed from
+        # the stages' valids; ``config.idle``, for another block, a register
+        # of idle under hold)
+        was_idle, idle_q = Signal(name="was_idle"), Signal(name="idle_q")
+        m.d.sync += [was_idle.eq(idle), idle_q.eq(idle & hold)]
         with m.If(hold):
             m.d.sync += [since.eq(0), settled.eq(0)]
         with m.Elif(~settled & was_idle):
             m.d.sync += [since.eq(since + 1), settled.eq(since == quiet - 1)]
-        # ``config.idle`` is a register too (the control registers that wait
-        # for it sit in another block): idle while ``hold`` was high a
-        # cycle before, so that nothing was admitted in this cycle either
-        idle_q = Signal(name="idle_q")
-        m.d.sync += idle_q.eq(idle & hold)
-        m.d.comb += self.config.idle.eq(idle_q)
         accept = self.req.valid & ready
         opcode = self.req.payload.opcode
-        m.d.comb += [self.req.ready.eq(ready),
+        m.d.comb += [self.req.ready.eq(ready), self.config.idle.eq(idle_q),
                      self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
                                                     (opcode == ReqOpcode.MEM_RD_DATA)))]
         return accept
