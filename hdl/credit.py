@@ -72,7 +72,8 @@ def ladder(m, size, up, down, *, name, init=0):
     return pick(flags), pick(nxt)
 
 
-def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
+def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False,
+                 late_admit=False, name=None):
     """The registered ``ready`` of an input that may hold ``depth`` items.
 
     Parameters
@@ -94,12 +95,21 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
         it then, from a register of ``give``: for a ``give`` that comes
         late in the cycle or from another block, at the cost of a place of
         the queue.
+    late_admit : bool
+        The count counts an item admitted a cycle later, from a register
+        of the admission, and ``ready`` is computed as if an item were
+        admitted every cycle (room for two): so ``valid``, which may come
+        from outside or from another block, meets one flip-flop only, at
+        the cost of another place of the queue.
+    name : str or None
+        Prefix of the registers' names (for two credits in one block).
 
     Returns
     -------
     ready : Signal
     """
-    ready = Signal()
+    prefix = f"{name}_" if name else ""
+    ready = Signal(name=f"{prefix}ready")
     admit = valid & ready
     extra = (~hold if hold is not None else 1) & (room if room is not None else 1)
     if late_give:
@@ -108,7 +118,7 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
         # leaves, and ``ready`` of the next cycle is the same as from the
         # exact count and this cycle's admission (see below), while every
         # flag's choice meets registered events only.
-        late = Signal(name="give_q")
+        late = Signal(name=f"{prefix}give_q")
         m.d.sync += late.eq(give)
         give = late
     # The items held, in unary: ``ready`` of the next cycle is the flag
@@ -118,7 +128,25 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False):
     # c + give of the cycle before, so "c' < depth" next cycle is "c +
     # admitted < depth" of this cycle, what an exact count would give with
     # the leaving seen a cycle late.)
-    held, _ = ladder(m, depth, admit, give, name="held")
+    if late_admit:
+        # The count c' counts admissions a cycle late (c = c' + the
+        # admission registered), and ready of the next cycle is "c < depth"
+        # whatever this cycle admits: c of the next cycle is at most c' of
+        # the next cycle + 1, so the flag "c' >= depth - 1" of the next
+        # cycle, one of three registered flags chosen by registered events.
+        if depth < 2:
+            raise ValueError(f"a late-admit credit needs a depth of 2 or more, not {depth!r}")
+        admitted = Signal(name=f"{prefix}admit_q")
+        m.d.sync += admitted.eq(admit)
+        held, _ = ladder(m, depth, admitted, give, name=f"{prefix}held")
+        m.d.sync += ready.eq(~held(depth - 1) & extra)
+        with m.Switch(Cat(admitted, give)):
+            with m.Case(0b01):
+                m.d.sync += ready.eq(~held(depth - 2) & extra)
+            with m.Case(0b10):
+                m.d.sync += ready.eq(~held(depth) & extra)
+        return ready
+    held, _ = ladder(m, depth, admit, give, name=f"{prefix}held")
     m.d.sync += ready.eq(~held(depth) & extra)
     with m.Switch(Cat(admit, give)):
         with m.Case(0b01):

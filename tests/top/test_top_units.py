@@ -12,7 +12,7 @@ from amaranth import Module, Signal
 from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.host.driver import BusError, CfgError, Driver
-from neuron_fabric.hdl.credit import below
+from neuron_fabric.hdl.credit import below, credit_ready
 from neuron_fabric.hdl.queue import CreditQueue, HeadQueue
 from neuron_fabric.host.facts import Format, GateKind, Mode
 from neuron_fabric.host.facts import TopParams
@@ -167,6 +167,42 @@ def test_credit_queue_follows_a_fifo(depth, slices):
             await ctx.tick()
 
     run_testbenches(dut, bench)
+
+
+@pytest.mark.parametrize("late_give, late_admit", [(False, False), (True, False),
+                                                   (False, True), (True, True)])
+@pytest.mark.parametrize("depth", [2, 3, 7])
+def test_credit_ready_keeps_its_window(depth, late_give, late_admit):
+    """Random offers and leaves (each leave of an item admitted in an earlier
+    cycle): the items admitted and not yet left never exceed ``depth``, and
+    ``ready`` is high whenever they leave room for two (room for one when
+    both events are counted at once)."""
+    m = Module()
+    valid, give = Signal(), Signal()
+    ready = credit_ready(m, depth, valid, give, late_give=late_give, late_admit=late_admit)
+    rng = random.Random(depth * 4 + late_give * 2 + late_admit)
+    # each event counted a cycle late costs the window a place
+    slack = 1 + late_give + late_admit
+
+    async def bench(ctx):
+        held, waiting = 0, 0          # in the window; admitted before this cycle
+        for cycle in range(3000):
+            phase = cycle // 150 % 2
+            offer = rng.random() < (0.9, 0.3)[phase]
+            leave = waiting > 0 and rng.random() < (0.3, 0.9)[phase]
+            ctx.set(valid, offer)
+            ctx.set(give, leave)
+            r = ctx.get(ready)
+            assert held <= depth
+            if cycle and held + slack <= depth:        # (ready rises after reset)
+                assert r, (cycle, held)
+            await ctx.tick()
+            admitted = offer and r
+            held += admitted - leave
+            waiting += admitted - leave
+            assert held <= depth, (cycle, held)
+
+    run_testbenches(m, bench)
 
 
 def test_below_compares_with_a_constant():
