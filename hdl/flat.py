@@ -7,7 +7,7 @@ field.  Every handshake is kept whole (valid and ready on every channel),
 so the exported module has exactly the ports of contract section 4.
 """
 
-from amaranth.hdl import Fragment
+from amaranth.hdl import Const, Fragment
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -69,6 +69,8 @@ def flat_statements(outer, inner, ports):
     out = []
     for name, path, flow, _ in ports:
         value = _lookup(inner, path)
+        if flow == In and isinstance(value, Const):
+            continue            # (an always-ready stream's ``ready``: nothing to drive)
         port = getattr(outer, name)
         out.append(value.eq(port) if flow == In else port.eq(value))
     return out

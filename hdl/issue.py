@@ -1,37 +1,29 @@
-"""Read issue: takes classified requests from the request pipeline and
-queues each read's AR beat (its ID came with it); queues the Cmp
-completions of MemInv and unsupported opcodes; drops MemSpecRd.
+"""Read issue: takes every classified request the request pipeline hands
+over, the cycle it comes, and queues each read's AR beat (its ID came
+with it); hands the tag of each MemInv and unsupported request, from a
+register, to the NDR arbiter; drops MemSpecRd.
 
-Both queues are :class:`.queue.CreditQueue` admitted by credit
-(:mod:`.credit`): the head is taken only while the registered flags say
-both queues have room (whatever its kind, so that ``ready`` is an AND of
-two registers).  So the stream handed to the NDR arbiter has a
-registered ``valid`` (the queue's ``r_rdy``), and the AR beat is read
-straight from its queue's memory at a registered address, ``arvalid``
-a register, with no clock enable from the AXI handshake on its wide
-data.  A read is registered before its queue: its AR is offered two
-cycles after it is taken, as the request pipeline's ``AR_LEAD`` counts."""
+The AR queue is a :class:`.queue.CreditQueue` as deep as the request
+pipeline's credit window for reads (:func:`.request.credit_windows`),
+written from a register: the pipeline admits a read only while the
+queue has room for every read it has admitted and not yet seen leave
+(``read_left``, registered there), and a completion only while the NDR
+arbiter's queue for them has room likewise; so nothing here ever pushes
+back and there is no handshake between the blocks.  The AR beat is read
+straight from its queue's memory at a registered address, ``arvalid`` a
+register, with no clock enable from the AXI handshake on its wide data.
+A read is registered before its queue: its AR is offered two cycles
+after it is taken, as the request pipeline's ``AR_LEAD`` counts."""
 
 from amaranth import Cat, Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CXL_ADDR_BITS, Mode
-from .credit import credit_ready
 from .queue import CreditQueue
-from .request import Kind, ReadEntryLayout, RequestLayout
+from .request import Kind, ReadEntryLayout, RequestLayout, credit_windows
 
 __all__ = ["ReadIssue", "ReadEntryLayout"]
-
-#: Depth of the completions' queue: covers the completions between its
-#: admission and the NDR arbiter's ready, and the cycle its credit sees
-#: one leave late, so that one is taken per cycle.
-CMP_DEPTH = 5
-
-#: Depth of the AR queue: covers the reads from their take to the AR
-#: handshake (the input register, the queue) and the cycle its credit sees
-#: one leave late, so that one goes per cycle.
-AR_DEPTH = 4
 
 
 class ReadIssue(wiring.Component):
@@ -43,12 +35,16 @@ class ReadIssue(wiring.Component):
 
     Members
     -------
-    requests : In(stream.Signature(RequestLayout(params)))
+    requests : In(stream.Signature(RequestLayout(params), always_ready=True))
+        Sent only within the request pipeline's credit windows.
+    read_left : Out(1)
+        An AR beat left its queue this cycle.
     ar_id, ar_addr, ar_valid, ar_ready :
         The AR beat (line address; the top shifts it to a byte address).
-    completions : Out(stream.Signature(16))
+    completions : Out(stream.Signature(16, always_ready=True))
         Tags of MemInv/MemInvNT and unsupported requests, for NDR Cmp
-        (``valid`` a register: its queue's ``r_rdy``).
+        (``valid`` and the tag registers), sent within the request
+        pipeline's credit window for them.
     unsupported : Out(1)
         An unsupported request was answered this cycle.
     reads : Out(4)
@@ -60,57 +56,41 @@ class ReadIssue(wiring.Component):
         self._params = params
         idw = params.id_bits
         super().__init__({
-            "requests": In(stream.Signature(RequestLayout(params))),
+            "requests": In(stream.Signature(RequestLayout(params), always_ready=True)),
+            "read_left": Out(1),
             "ar_id": Out(idw), "ar_addr": Out(CXL_ADDR_BITS - params.offset_bits),
             "ar_valid": Out(1), "ar_ready": In(1),
-            "completions": Out(stream.Signature(16)),
+            "completions": Out(stream.Signature(16, always_ready=True)),
             "unsupported": Out(1), "reads": Out(4),
         })
 
     def elaborate(self, platform):
         m = Module()
         idw = self._params.id_bits
-        arq = m.submodules.ar_queue = CreditQueue(idw + len(self.ar_addr), AR_DEPTH)
-        cmpq = m.submodules.cmp_queue = CreditQueue(16, CMP_DEPTH)
+        windows = credit_windows(self._params)
+        arq = m.submodules.ar_queue = CreditQueue(idw + len(self.ar_addr), windows["read"])
         head = self.requests.payload
-        is_read = head.kind == Kind.READ
-        is_cmp = (head.kind == Kind.CMP) | (head.kind == Kind.UNSUPPORTED)
+        valid = self.requests.valid
         ar_taken = self.ar_valid & self.ar_ready
-        # The head is taken while both queues have room, whatever its kind:
-        # ``ready`` is an AND of two registers, with no decode of the head
-        # on the way to the request queue's read enable and credit count.
-        # (Each credit counts an item admitted only when the other's room
-        # lets it be taken.)
-        ar_room, cmp_room = Signal(), Signal()
-        m.d.comb += [
-            ar_room.eq(credit_ready(m, AR_DEPTH, self.requests.valid & is_read & cmp_room,
-                                    ar_taken, late_give=True)),
-            cmp_room.eq(credit_ready(m, CMP_DEPTH, self.requests.valid & is_cmp & ar_room,
-                                     cmpq.r_rdy & self.completions.ready, late_give=True)),
-        ]
-        take = Signal()
-        pop = cmpq.r_rdy & self.completions.ready
         # the read's AR beat (and its mode, for the counters), registered
         # before its queue
         ar_valid, ar_beat = Signal(), Signal(len(arq.w_data))
         ar_mode = Signal.like(head.mode)
-        m.d.sync += [ar_valid.eq(take), ar_beat.eq(Cat(head.id, head.addr)),
-                     ar_mode.eq(head.mode)]
+        m.d.sync += [ar_valid.eq(valid & (head.kind == Kind.READ)),
+                     ar_beat.eq(Cat(head.id, head.addr)), ar_mode.eq(head.mode)]
+        # a completion's tag, registered for the NDR arbiter
+        cmp_valid, cmp_tag = Signal(), Signal(16)
+        is_cmp = (head.kind == Kind.CMP) | (head.kind == Kind.UNSUPPORTED)
+        m.d.sync += [cmp_valid.eq(valid & is_cmp), cmp_tag.eq(head.tag)]
         m.d.comb += [
-            take.eq(self.requests.valid & is_read & ar_room & cmp_room),
             arq.w_en.eq(ar_valid), arq.w_data.eq(ar_beat),
-            cmpq.w_en.eq(self.requests.valid & is_cmp & cmp_room & ar_room),
-            cmpq.w_data.eq(head.tag),
-            self.requests.ready.eq(ar_room & cmp_room),
-            self.unsupported.eq(self.requests.valid & (head.kind == Kind.UNSUPPORTED)
-                                & cmp_room & ar_room),
+            self.unsupported.eq(valid & (head.kind == Kind.UNSUPPORTED)),
             self.reads.eq(Cat(*(ar_valid & (ar_mode == mode) for mode in Mode))),
             self.ar_valid.eq(arq.r_rdy),
             self.ar_id.eq(arq.r_data[:idw]),
             self.ar_addr.eq(arq.r_data[idw:]),
             arq.r_en.eq(ar_taken),
-            self.completions.valid.eq(cmpq.r_rdy),
-            self.completions.payload.eq(cmpq.r_data),
-            cmpq.r_en.eq(pop),
+            self.completions.valid.eq(cmp_valid), self.completions.payload.eq(cmp_tag),
+            self.read_left.eq(ar_taken),
         ]
         return m

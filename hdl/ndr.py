@@ -4,9 +4,13 @@ completions, the dropped RwD completions and the finished writes.
 
 Each source has its own queue here (:class:`.queue.HeadQueue`, its head a
 register), and each stream from another block is admitted by credit
-(:mod:`.credit`): its ``ready`` is a register and what it hands over is
-registered before it enters the queue, so a handshake with another block
-is a register and a gate on each side.  A round robin moves one head a
+(:mod:`.credit`) and registered before it enters its queue.  The dropped
+RwD completions and B have their ``ready`` here, a register; the Req
+completions have none: the request pipeline admits a MemInv or
+unsupported request only while their queue here has room for every one
+it has admitted and not yet seen moved out of it (``req_left``, a
+register), so read issue hands each over, from a register, the cycle it
+has it.  A round robin moves one head a
 cycle from the queues into the output queue, NDR's own: which queue, and
 whether there is room, decided a cycle ahead from registered flags only
 (the queues' ``r_rdy`` and ``more``, the output queue's fill, counting
@@ -29,6 +33,7 @@ from .bus import NdrLayout, OKAY
 from .credit import credit_ready, ladder
 from .inflight import WRITE_LOOKUP_CYCLES, response_members
 from .queue import HeadQueue, select_copies
+from .request import credit_windows
 
 __all__ = ["NdrArbiter", "round_robin"]
 
@@ -36,7 +41,7 @@ __all__ = ["NdrArbiter", "round_robin"]
 #: ``b_ready`` and their move, so that one is taken per cycle.
 B_DEPTH = 8
 
-#: Depth of the queue of each completion stream: covers its items between
+#: Depth of the dropped RwD completions' queue: covers its items between
 #: its ``ready`` and their move, so that one is taken per cycle.
 CMP_DEPTH = 4
 
@@ -48,9 +53,10 @@ OUT_DEPTH = 3
 class NdrArbiter(wiring.Component):
     """Answers every write (after its B beat) and every completion with NDR Cmp.
 
-    ``b_ready``, ``req_cmp.ready`` and ``rwd_cmp.ready`` are registers,
-    each high while everything its stream has handed over and not yet
-    moved to NDR's output queue fits in its queue.
+    ``b_ready`` and ``rwd_cmp.ready`` are registers, each high while
+    everything its stream has handed over and not yet moved to NDR's
+    output queue fits in its queue; the Req completions' queue is as deep
+    as the request pipeline's credit window for them.
 
     Parameters
     ----------
@@ -61,9 +67,12 @@ class NdrArbiter(wiring.Component):
     b_id, b_resp, b_valid, b_ready, lookup, devload, wr_err :
         :func:`.inflight.response_members` of the B channel (entry: the
         tag, back ``WRITE_LOOKUP_CYCLES`` after the lookup).
-    req_cmp, rwd_cmp : In(stream.Signature(16))
+    req_cmp : In(stream.Signature(16, always_ready=True))
+    rwd_cmp : In(stream.Signature(16))
         Tags to answer without a memory access (``valid`` meant to come
         from a register of the sending block).
+    req_left : Out(1)
+        A Req completion moved out of its queue this cycle (a register).
     ndr : Out(stream.Signature(NdrLayout()))
         ``valid`` is a register; the tag is read from registers at a
         registered address.
@@ -73,26 +82,33 @@ class NdrArbiter(wiring.Component):
         self._params = params
         super().__init__({
             **response_members(params, "b", 16, "wr_err"),
-            "req_cmp": In(stream.Signature(16)), "rwd_cmp": In(stream.Signature(16)),
+            "req_cmp": In(stream.Signature(16, always_ready=True)),
+            "rwd_cmp": In(stream.Signature(16)), "req_left": Out(1),
             "ndr": Out(stream.Signature(NdrLayout())),
         })
 
     def elaborate(self, platform):
         m = Module()
         queues = [m.submodules.req_queue, m.submodules.rwd_queue, m.submodules.write_done_queue] = [
-            HeadQueue(16, depth) for depth in (CMP_DEPTH, CMP_DEPTH, B_DEPTH)]
+            HeadQueue(16, depth) for depth in (credit_windows(self._params)["cmp"], CMP_DEPTH,
+                                               B_DEPTH)]
         moves = [Signal(name=f"move{i}") for i in range(len(queues))]
 
         # -- the completion streams: C0, then their queues ------------------------------
         for name, src, q, move in zip(("req", "rwd"), (self.req_cmp, self.rwd_cmp), queues, moves):
-            ready = credit_ready(m, CMP_DEPTH, src.valid, move)
+            if name == "req":
+                ready = 1       # (the request pipeline's credit covers the queue)
+            else:
+                ready = credit_ready(m, CMP_DEPTH, src.valid, move, late_admit=True, name=name)
+                m.d.comb += src.ready.eq(ready)
             c0_valid, c0_tag = Signal(name=f"{name}_c0_valid"), Signal(16, name=f"{name}_c0_tag")
             m.d.sync += [c0_valid.eq(src.valid & ready), c0_tag.eq(src.payload)]
-            m.d.comb += [src.ready.eq(ready), q.w_en.eq(c0_valid), q.w_data.eq(c0_tag)]
+            m.d.comb += [q.w_en.eq(c0_valid), q.w_data.eq(c0_tag)]
+        m.d.comb += self.req_left.eq(moves[0])
 
         # -- B: B0 the beat (its lookup), the entry WRITE_LOOKUP_CYCLES later, queued ---
         doneq = queues[2]
-        ready = credit_ready(m, B_DEPTH, self.b_valid, moves[2])
+        ready = credit_ready(m, B_DEPTH, self.b_valid, moves[2], late_admit=True, name="b")
         m.d.comb += self.b_ready.eq(ready)
         b0_valid, b0_err = Signal(), Signal()
         b0_id = Signal(self._params.id_bits)
@@ -121,26 +137,30 @@ class NdrArbiter(wiring.Component):
         moves_next, last_next = round_robin(moves, last, [(q.r_rdy, q.more) for q in queues],
                                             room)
         m.d.sync += [*(a.eq(b) for a, b in zip(moves + last, moves_next + last_next))]
-        # the output queue: written at its write place from the head moved
-        # (chosen by registered copies of the move), read at its read place
-        wp = Signal(range(OUT_DEPTH), name="out_wp")
-        rp = Signal(range(OUT_DEPTH), name="out_rp")
+        # the output queue: one place more than it holds, so the place at
+        # the write place (one-hot) is free whenever no move is made and is
+        # written every cycle from the head moved (chosen by registered
+        # copies of the move), each place's enable a flip-flop; read at its
+        # read place
+        places = OUT_DEPTH + 1
+        wp = Signal(places, name="out_wp", init=1)
+        rp = Signal(range(places), name="out_rp")
         hi, lo = (select_copies(m, bit, 2, name=f"mv{i}")[1]
                   for i, bit in ((2, moves_next[2]), (1, moves_next[1])))
         heads = [q.r_data for q in queues]
         moved = Mux(hi, heads[2], Mux(lo, heads[1], heads[0]))
-        out = [Signal(16, name=f"out{k}", reset_less=True) for k in range(OUT_DEPTH)]
+        out = [Signal(16, name=f"out{k}", reset_less=True) for k in range(places)]
         with m.If(Cat(*moves).any()):
-            m.d.sync += wp.eq(Mux(wp == OUT_DEPTH - 1, 0, wp + 1))
-            with m.Switch(wp):
-                for k, reg in enumerate(out):
-                    with m.Case(k):
-                        m.d.sync += reg.eq(moved)
+            m.d.sync += wp.eq(wp.rotate_left(1))
+        for k, reg in enumerate(out):
+            with m.If(wp[k]):
+                m.d.sync += reg.eq(moved)
         with m.If(take):
-            m.d.sync += rp.eq(Mux(rp == OUT_DEPTH - 1, 0, rp + 1))
+            m.d.sync += rp.eq(Mux(rp == places - 1, 0, rp + 1))
         valid = shown(1)
         m.d.comb += [take.eq(valid & self.ndr.ready),
-                     self.ndr.valid.eq(valid), self.ndr.payload.tag.eq(Cat(*out).word_select(rp, 16)),
+                     self.ndr.valid.eq(valid),
+                     self.ndr.payload.tag.eq(Cat(*out).word_select(rp, 16)),
                      self.ndr.payload.opcode.eq(NDR_CMP),
                      self.ndr.payload.devload.eq(self.devload)]
 

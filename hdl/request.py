@@ -1,5 +1,5 @@
 """The M2S Req pipeline: region match, configuration capture, gate phase and
-gate mask (contract 4.3), with a queue of classified requests for issue.
+gate mask (contract 4.3), handing each classified request to read issue.
 
 Every stage is a register loaded every cycle (the pipeline never stalls),
 and each step between two is at most two LUT4 levels or a short carry
@@ -19,14 +19,20 @@ the phase of this P, and two the gate mask from the pattern table of P
 and K (formed beside, ``phase.py``).  The last stage fills the read's
 in-flight entry (tag, CFG fields, mask; with the hierarchy extension the
 permute bit and the count unit's MARGIN limits).  A read takes its AXI ID in the
-first stage after A; the issue queue is written AR_LEAD stages before
-the last, so a read's AR goes out while its mask is still being formed.
+first stage after A; read issue takes it AR_LEAD stages before the
+last, so a read's AR goes out while its mask is still being formed.
 The pipeline is eighteen stages after A (:attr:`RequestPipeline.depth`).
 
-Admission is by credit: ``req.ready`` is a register, high only when the
-queue has room for every request the pipeline may still hold and the
-in-flight table has room for a read, so nothing downstream can stop a
-request once accepted.  The pipeline reads its own copy of the
+Admission is by credit: ``req.ready`` is an AND of two registers, high
+only when read issue's AR queue has room for every read accepted and
+not yet issued, and the NDR arbiter's queue of Req completions for
+every MemInv and unsupported request accepted and not yet moved out of
+it (:func:`credit_windows`; the kind is known from the opcode at the
+accept, and each queue's leave comes back as ``left``, registered
+here), and the in-flight table has room for a read.  So nothing
+downstream can stop a request once accepted, and read issue takes every
+request the cycle it is offered (``out`` has no ``ready``): no handshake
+between the blocks, and no queue between them.  The pipeline reads its own copy of the
 configuration (registers beside it, a cycle behind the control
 registers) as a request leaves A (BASE, LIMIT), enters the match stage
 (enable) and the choice (CFG, and the region residues); ``config.idle``
@@ -49,7 +55,6 @@ from .credit import credit_ready
 from .derive import RegionResidues, ResidueLayout, local_config, refresh_cycles
 from .gate import FIXED_PATTERN, gate_mask_steps, slices
 from .inflight import ReadAllocSignature, ReserveSignature
-from .queue import HeadQueue
 from .count_steps import staged_limits
 from .request_layout import (Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, classify,
                              read_entry)
@@ -60,22 +65,37 @@ from .region import chunk_compare, combine, compare_steps, first, match, select_
 from .residues import plain_residues, track_length
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "RequestPipeline",
-           "FIXED_PATTERN", "AR_LEAD", "first_stage", "idle_after"]
+           "LeftSignature", "FIXED_PATTERN", "AR_LEAD", "credit_windows", "first_stage",
+           "idle_after", "pipeline_depth"]
 
 
-#: Depth of the queue behind the pipeline: covers the requests in flight
-#: from the issue tap to the queue's output, so that one is accepted per cycle.
-QUEUE_DEPTH = 16
+#: Stages from the one read issue takes a request from to the last one,
+#: which fills the read's in-flight entry.  The earliest lookup of a read's
+#: entry comes 4 cycles after issue takes it (the AR register and queue 2,
+#: the AXI address and data handshakes 1, the R beat register 1), and reads
+#: the table as it was after the cycle before: so the entry is filled
+#: before any lookup can read it as long as AR_LEAD <= 3, whatever the
+#: memory does (a test checks it with a memory answering the cycle after
+#: each address).
+AR_LEAD = 3
 
-#: Stages from the one that writes the issue queue to the last one, which
-#: fills the read's in-flight entry.  The earliest lookup of a read's entry
-#: comes 5 cycles after its request is written to the queue (queue 1, AR
-#: queue 2, the AXI address and data handshakes 1, the R beat register 1),
-#: and reads the table as it was after the cycle before: so the entry is
-#: filled before any lookup can read it as long as AR_LEAD <= 4, whatever
-#: the memory does (a test checks it with a memory answering the cycle
-#: after each address).
-AR_LEAD = 4
+#: Cycles an item stays counted after it leaves the tap: for a read,
+#: issue's register, the AR queue, the leave registered here
+#: (``late_give``) and the count; for a completion, issue's register, the
+#: NDR arbiter's register and queue and its move, then the same.  With the
+#: tap's stage, the credit windows that let a request be accepted every
+#: cycle (a test measures them).
+ISSUE_LOOP = {"read": 5, "cmp": 7}
+
+
+def credit_windows(params):
+    """``{"read": n, "cmp": n}``: how many reads (from their accept to
+    their AR handshake) and completions (to their move out of the NDR
+    arbiter's queue of them) the pipeline admits at most: the depths of
+    those queues, so that nothing downstream of the accept can stop a
+    request."""
+    tap = pipeline_depth(params) - AR_LEAD
+    return {kind: tap + loop for kind, loop in ISSUE_LOOP.items()}
 
 #: Registered copies of the accepted address for the region compares (each
 #: serving a share of the regions), and of each first-match select (each
@@ -83,11 +103,29 @@ AR_LEAD = 4
 ADDR_COPIES, SELECT_COPIES = 4, 4
 
 
+def LeftSignature():
+    """What the request pipeline is told each cycle: a read's AR beat left
+    read issue's queue (``read``), a completion left the NDR arbiter's
+    queue of them (``cmp``)."""
+    return wiring.Signature({"read": Out(1), "cmp": Out(1)})
+
+
 def first_stage(params):
     """The stage holding the copies of the first-match one-hot: the last
     before the configuration's choice (chunks 1, combines, match, first,
     copies)."""
     return 1 + compare_steps(CXL_ADDR_BITS - params.offset_bits) + 3
+
+
+def join_stage(params):
+    """The stage where the chosen region's residues and the address's
+    meet (both tracks registered there)."""
+    return max(first_stage(params) + 2, track_length(CXL_ADDR_BITS - params.offset_bits))
+
+
+def pipeline_depth(params):
+    """Stages from A (0) to the last, which fills the in-flight entry."""
+    return join_stage(params) + 10
 
 
 def idle_after(params):
@@ -112,7 +150,12 @@ class RequestPipeline(wiring.Component):
     config : In(ConfigSignature(params))
         The configuration changes only while ``hold`` is high and ``idle``
         answers, as the control registers change it.
-    out : Out(stream.Signature(RequestLayout(params)))
+    out : Out(stream.Signature(RequestLayout(params), always_ready=True))
+        Every request but MemSpecRd, from the tap ``AR_LEAD`` stages
+        before the last (``valid`` and the payload registers).
+    left : In(LeftSignature())
+        A read's AR beat (``read``) or a completion (``cmp``) left its
+        queue this cycle (read issue's, the NDR arbiter's).
     reserve : Out(ReserveSignature())
         A place in the in-flight table for each read accepted; no request
         is accepted while the table will have no room.
@@ -126,7 +169,8 @@ class RequestPipeline(wiring.Component):
         super().__init__({
             "req": In(stream.Signature(ReqLayout())),
             "config": In(ConfigSignature(params)),
-            "out": Out(stream.Signature(RequestLayout(params))),
+            "out": Out(stream.Signature(RequestLayout(params), always_ready=True)),
+            "left": In(LeftSignature()),
             "reserve": Out(ReserveSignature()),
             "alloc": Out(ReadAllocSignature(params.id_bits, ReadEntryLayout(params))),
         })
@@ -142,14 +186,12 @@ class RequestPipeline(wiring.Component):
 
     @property
     def _join_stage(self):
-        """The stage where the chosen region's residues and the address's
-        meet (both tracks registered there)."""
-        return max(self._first_stage + 2, track_length(self._width))
+        return join_stage(self._params)
 
     @property
     def depth(self):
-        """Stages from A (0) to the last, which fills the in-flight entry."""
-        return self._join_stage + 10
+        """:func:`pipeline_depth` of this pipeline's parameters."""
+        return pipeline_depth(self._params)
 
     @property
     def idle_after(self):
@@ -169,13 +211,12 @@ class RequestPipeline(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        queue = m.submodules.queue = HeadQueue(RequestLayout(p).size, QUEUE_DEPTH)
         # A registered copy of the region table and DEFAULT_CFG beside the
         # pipeline (a cycle behind the control registers, which the quiet
         # cycles after hold cover).
         line = Line(m, "req")
         drained = Signal()
-        accept = self._admission(m, queue, drained)
+        accept = self._admission(m, drained)
         req = self.req.payload
         config = local_config(m, self.config, p)
         derive = m.submodules.derive = RegionResidues(p)
@@ -209,10 +250,12 @@ class RequestPipeline(wiring.Component):
         mask = gate_mask_steps(m, line, p, r, low)
         entry = read_entry(m, p, line.fields["tag"], data.View(CfgLayout, line.fields["cfg"]),
                            mask, limits)
-        valid, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg"))
-        m.d.comb += [self.alloc.fill.eq(valid & (last["kind"] == Kind.READ)),
+        fill = Signal(name="fill_entry")
+        m.d.sync += fill.eq(line.valid & (line.fields["kind"] == Kind.READ))
+        _, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg"))
+        m.d.comb += [self.alloc.fill.eq(fill),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
-        self._issue(m, line, queue)
+        self._issue(m, line)
         m.d.comb += drained.eq(~Cat(*(valid for valid, _ in
                                       line.stages[:self._first_stage + 1])).any())
         # for the formal check of the configuration's use (test_top_formal)
@@ -226,8 +269,12 @@ class RequestPipeline(wiring.Component):
         value, at stage first + 2)."""
         n, regions = self._params.regions, config["regions"]
         per = -(-n // len(addrs)) if n else 1
-        valid, _ = line.step(fields={"kind": classify(m, line.fields["opcode"])}, drop=("opcode",))
-        m.d.comb += self.alloc.take.eq(valid & (line.fields["kind"] == Kind.READ))
+        kind = classify(m, line.fields["opcode"])
+        # (``take``, for another block, a register of its own)
+        take = Signal(name="take_id")
+        m.d.sync += take.eq(line.valid & (kind == Kind.READ))
+        line.step(fields={"kind": kind}, drop=("opcode",))
+        m.d.comb += self.alloc.take.eq(take)
         pairs = register(m, "m_chunk", [[chunk_compare(addrs[r // per], bound)
                                          for bound in (rg.base, rg.limit)]
                                         for r, rg in enumerate(regions)])
@@ -253,25 +300,22 @@ class RequestPipeline(wiring.Component):
         line.step()
         return register(m, "m_chosen", Cat(*(select_final(part) for part in partial)))
 
-    def _issue(self, m, line, queue):
-        """The issue queue, AR_LEAD stages before the entry is filled."""
+    def _issue(self, m, line):
+        """Read issue's stream, AR_LEAD stages before the entry is filled."""
         tap_valid, tap = line.stages[-1 - AR_LEAD]
         tap_cfg = data.View(CfgLayout, tap["cfg"])
         to_issue = Signal(RequestLayout(self._params))
         m.d.comb += [to_issue.kind.eq(tap["kind"]), to_issue.tag.eq(tap["tag"]),
                      to_issue.addr.eq(tap["addr"]), to_issue.id.eq(tap["id"]),
                      to_issue.mode.eq(tap_cfg.mode)]
-        m.d.comb += [
-            queue.w_en.eq(tap_valid), queue.w_data.eq(to_issue),
-            self.out.valid.eq(queue.r_rdy), self.out.payload.eq(queue.r_data),
-            queue.r_en.eq(self.out.ready & queue.r_rdy),
-        ]
+        m.d.comb += [self.out.valid.eq(tap_valid), self.out.payload.eq(to_issue)]
 
-    def _admission(self, m, queue, drained):
-        """``req.ready`` from a credit count of requests between admission
-        and the queue's output, the in-flight table's room, ``hold`` and the
-        quiet cycles after it; reserves a place in the table for each read;
-        drives ``config.idle``; returns the accept strobe.
+    def _admission(self, m, drained):
+        """``req.ready`` from the credit counts of reads and completions
+        between admission and their leaving read issue's queues, the
+        in-flight table's room, ``hold`` and the quiet cycles after it;
+        reserves a place in the table for each read; drives
+        ``config.idle``; returns the accept strobe.
 
         ``idle`` is high while nothing is being accepted and no request is
         in a stage that reads the configuration (``drained``); after
@@ -281,8 +325,23 @@ class RequestPipeline(wiring.Component):
         quiet, hold = self.quiet, self.config.hold
         since = Signal(range(quiet + 1), name="since_hold")
         settled = Signal(name="settled", init=1)
-        ready = credit_ready(m, QUEUE_DEPTH, self.req.valid, queue.r_rdy & queue.r_en,
-                             hold=hold | ~settled, room=self.reserve.room)
+        opcode = self.req.payload.opcode
+        is_read = (opcode == ReqOpcode.MEM_RD) | (opcode == ReqOpcode.MEM_RD_DATA)
+        is_cmp = ~is_read & (opcode != ReqOpcode.MEM_SPEC_RD)
+        # each credit counts its kind, admitted while both have room (so
+        # ``ready`` is an AND of two registers); each sees its items leave
+        # a cycle late, from a register of read issue's ``left``
+        windows = credit_windows(self._params)
+        read_room, cmp_room = Signal(), Signal()
+        m.d.comb += [
+            read_room.eq(credit_ready(m, windows["read"], self.req.valid & is_read & cmp_room,
+                                      self.left.read, hold=hold | ~settled, late_admit=True,
+                                      room=self.reserve.room, late_give=True, name="read")),
+            cmp_room.eq(credit_ready(m, windows["cmp"], self.req.valid & is_cmp & read_room,
+                                     self.left.cmp, late_give=True, late_admit=True,
+                                     name="cmp")),
+        ]
+        ready = read_room & cmp_room
         idle = ~ready & drained
         # (quiet counted from a registered idle, so no enable is formed from
         # the stages' valids; ``config.idle``, for another block, a register
@@ -294,8 +353,6 @@ class RequestPipeline(wiring.Component):
         with m.Elif(~settled & was_idle):
             m.d.sync += [since.eq(since + 1), settled.eq(since == quiet - 1)]
         accept = self.req.valid & ready
-        opcode = self.req.payload.opcode
         m.d.comb += [self.req.ready.eq(ready), self.config.idle.eq(idle_q),
-                     self.reserve.take.eq(accept & ((opcode == ReqOpcode.MEM_RD) |
-                                                    (opcode == ReqOpcode.MEM_RD_DATA)))]
+                     self.reserve.take.eq(accept & is_read)]
         return accept

@@ -120,7 +120,8 @@ class Top(wiring.Component):
         connect(m, ndr.lookup, table.write_lookup)
         connect(m, issue.completions, ndr.req_cmp)
         connect(m, write.completions, ndr.rwd_cmp)
-        m.d.comb += [read.devload.eq(table.devload), ndr.devload.eq(table.devload)]
+        m.d.comb += [read.devload.eq(table.devload), ndr.devload.eq(table.devload),
+                     request.left.read.eq(issue.read_left), request.left.cmp.eq(ndr.req_left)]
         self._axi(m, issue, write, read, ndr)
         self._core(m, read, core)
 

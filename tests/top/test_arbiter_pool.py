@@ -14,6 +14,7 @@ from neuron_fabric.sim.amaranth_sim import run_testbenches
 from neuron_fabric.hdl.inflight import WRITE_LOOKUP_CYCLES, IdPool, InFlightTable
 from neuron_fabric.hdl.top import devload_level
 from neuron_fabric.hdl.ndr import NdrArbiter
+from neuron_fabric.hdl.request import credit_windows
 from neuron_fabric.host.facts import TopParams
 
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
@@ -23,9 +24,12 @@ SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=
     (1.0, 1.0, "req rwd b"), (0.6, 0.7, "req rwd b"), (1.0, 0.3, "req rwd b"),
     (1.0, 1.0, "req"), (1.0, 1.0, "rwd"), (1.0, 1.0, "b"), (0.5, 1.0, "rwd b")])
 def test_ndr_arbiter_against_a_model(p_ready, p_offer, busy):
-    """The sources named in ``busy`` (the two completion streams, holding
-    ``valid`` until ``ready`` as a registered queue output does, and B beats
-    whose entry the table returns the next cycle), NDR's ready at random:
+    """The sources named in ``busy`` (the dropped RwD completions, holding
+    ``valid`` until ``ready`` as a registered queue output does; the Req
+    completions, each offered once while fewer than the request pipeline's
+    credit window of them are in the arbiter, counting the moves
+    ``req_left`` reports; and B beats whose entry the table returns the
+    next cycle), NDR's ready at random:
     each source's tags come out once each, in its order.  With the sources
     always offering and NDR always ready, one NDR is taken every cycle (one
     source alone or all three), and with all three each run of three
@@ -49,6 +53,20 @@ def test_ndr_arbiter_against_a_model(p_ready, p_offer, busy):
                 await ctx.tick().until(port.ready)
                 ctx.set(port.valid, 0)
         return bench
+
+    async def credited(ctx):
+        window, held = credit_windows(SMALL)["cmp"], 0
+        for tag in tags["req"]:
+            while True:
+                go = held < window and rng.random() < p_offer
+                ctx.set(dut.req_cmp.payload, tag)
+                ctx.set(dut.req_cmp.valid, go)
+                _, _, left = await ctx.tick().sample(dut.req_left)
+                held += go - left
+                assert 0 <= held <= window
+                if go:
+                    break
+        ctx.set(dut.req_cmp.valid, 0)
 
     async def beats(ctx):
         for i in range(len(tags["b"])):
@@ -80,7 +98,7 @@ def test_ndr_arbiter_against_a_model(p_ready, p_offer, busy):
                 got.append((cycle, tag))
             cycle += 1
 
-    run_testbenches(dut, feeder(dut.req_cmp, tags["req"]), feeder(dut.rwd_cmp, tags["rwd"]), beats, sink,
+    run_testbenches(dut, credited, feeder(dut.rwd_cmp, tags["rwd"]), beats, sink,
          background=[table])
     out = [tag for _, tag in got]
     assert sorted(out) == sorted(tags["req"] + tags["rwd"] + tags["b"])

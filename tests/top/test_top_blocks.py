@@ -13,7 +13,6 @@ from neuron_fabric.sim.amaranth_sim import run_testbenches
 from neuron_fabric.hdl.bus import AXI4LiteSignature, AXI4Signature
 from neuron_fabric.hdl.counter import DIGITS, CarryResolve, DigitCounter, digit_ends
 from neuron_fabric.hdl.csr import ControlRegisters
-from neuron_fabric.hdl.ndr import NdrArbiter
 from neuron_fabric.host.facts import Mode, TopParams
 from neuron_fabric.host.regmap import RegisterMap, cfg_encode
 
@@ -169,40 +168,3 @@ def test_control_registers_counter_lo_then_hi_is_one_value():
             assert 0 <= value - start < 20, (below, hex(start), hex(value))
 
     run_testbenches(dut, bench)
-
-
-def test_ndr_arbiter_answers_every_source_once():
-    dut = NdrArbiter(SMALL)
-    rng = random.Random(5)
-    req_tags, rwd_tags = list(range(0, 30)), list(range(100, 130))
-
-    def feeder(port, tags):
-        async def bench(ctx):
-            for tag in tags:
-                ctx.set(port.payload, tag)
-                ctx.set(port.valid, 1)
-                await ctx.tick().until(port.ready)
-            ctx.set(port.valid, 0)
-        return bench
-
-    async def writes(ctx):
-        # B beats for IDs 0..3 in turn; the table answers tag 200 + id
-        for i in range(20):
-            ctx.set(dut.b_id, i % 4), ctx.set(dut.b_valid, 1)
-            await ctx.tick().until(dut.b_ready)
-            ctx.set(dut.b_valid, 0)
-            await ctx.tick()
-            ctx.set(dut.lookup.entry, 200 + i % 4)
-
-    async def sink(ctx):
-        got = []
-        while len(got) < 80:
-            ctx.set(dut.ndr.ready, rng.random() < 0.7)
-            _, _, valid, ready, tag = await ctx.tick().sample(dut.ndr.valid, dut.ndr.ready,
-                                                               dut.ndr.payload.tag)
-            if valid and ready:
-                got.append(tag)
-        assert sorted(t for t in got if t < 200) == req_tags + rwd_tags
-        assert sorted(t for t in got if t >= 200) == sorted(200 + i % 4 for i in range(20))
-
-    run_testbenches(dut, feeder(dut.req_cmp, req_tags), feeder(dut.rwd_cmp, rwd_tags), writes, sink)
