@@ -180,7 +180,10 @@ def _handshake(m, bus, config):
     m.d.comb += [bus.awready.eq(~aw_full), bus.wready.eq(~w_full), bus.bvalid.eq(bvalid),
                  bus.bresp.eq(s.bresp)]
     held = aw_full & w_full
-    m.d.comb += config.hold.eq(held)
+    # (hold, for the request pipeline: a register of its own equal to held,
+    # so that the handshake's registers are not drawn towards that block)
+    hold = Signal(name="csr_w_hold", attrs=KEEP)
+    m.d.comb += config.hold.eq(hold)
     steps = [Signal(name=f"csr_w_step{k}") for k in range(1, WRITE_CHECK)]
     s.check, s.commit, done = (Signal(name=f"csr_w_{n}") for n in ("check", "commit", "done"))
     start = held & ~bvalid & ~busy
@@ -202,7 +205,8 @@ def _handshake(m, bus, config):
     # logic does not wait on the enables' wide net
     opens = [Signal(init=1, name="csr_w_aw_open"), Signal(name="csr_w_aw_open_n", attrs=KEEP)]
     s.aw_open = [opens[0], ~opens[1]]
-    m.d.sync += [aw_full.eq(aw_next), w_full.eq(w_next), s.w_open.eq(~w_next),
+    m.d.sync += [aw_full.eq(aw_next), w_full.eq(w_next), hold.eq(aw_next & w_next),
+                 s.w_open.eq(~w_next),
                  opens[0].eq(~aw_next), opens[1].eq(aw_next)]
     with m.If(bvalid & bus.bready):
         m.d.sync += bvalid.eq(0)

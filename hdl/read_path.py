@@ -124,7 +124,7 @@ class ReadPath(wiring.Component):
                                             slices=QUEUE_SLICES, groups=QUEUE_GROUPS)
         drs_take = self.drs.valid & self.drs.ready
         m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, drs_take,
-                                                 late_give=True))
+                                                 late_give=True, late_admit=True))
         core_in, r2_bypass, r2_err = self._routes(m)
         # the core's line and the bypass line, each registered once more in
         # the arbiter

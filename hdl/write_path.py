@@ -128,7 +128,7 @@ class WritePath(wiring.Component):
         # dropped; the credit sees it a cycle later (``left``).
         leave, left = Signal(), Signal()
         m.d.sync += left.eq(leave)
-        ready = credit_ready(m, QUEUE_DEPTH, self.rwd.valid, left)
+        ready = credit_ready(m, QUEUE_DEPTH, self.rwd.valid, left, late_admit=True)
         accept = self.rwd.valid & ready
         m.d.comb += self.rwd.ready.eq(ready)
 
@@ -158,8 +158,10 @@ class WritePath(wiring.Component):
         (while fewer than ISSUE_DEPTH writes wait to send their AW and W) or
         is dropped into the completion queue.  Returns ``take``."""
         shape = layout["head"].shape
-        # a slot's class flags are loaded with the load itself, so ``take``
-        # is the current slot's good flag, ``room`` (a register) and ``ok``
+        # a slot's class flags are loaded with the load itself, and the
+        # current slot's kept again in registers of their own (``cur_good``,
+        # ``cur_drop``, formed from the slots' next flags), so ``take`` is
+        # an AND of three flip-flops: that good flag, ``room`` and ``ok``
         held = [Signal(name=f"held{k}") for k in range(2)]
         slots = [Signal(_SlotLayout(), reset_less=True, name=f"slot{k}") for k in range(2)]
         cur, nxt = Signal(name="cur"), Signal(name="nxt")  # the current slot, the next loaded
@@ -167,11 +169,18 @@ class WritePath(wiring.Component):
         cmpq = m.submodules.cmp_queue = CreditQueue(16, CMP_DEPTH)
         pop = cmpq.r_rdy & self.completions.ready
         head = data.View(_SlotLayout(), Mux(cur, slots[1].as_value(), slots[0].as_value()))
-        cmp_room = credit_ready(m, CMP_DEPTH, head.drop, pop)
-        take = head.good & room & self.alloc.ok
-        drop = head.drop & cmp_room
+        cur_good, cur_drop = Signal(name="cur_good"), Signal(name="cur_drop")
+        cmp_room = credit_ready(m, CMP_DEPTH, cur_drop, pop)
+        take = cur_good & room & self.alloc.ok
+        drop = cur_drop & cmp_room
         queued = data.View(shape, heads.r_data)
         loads = [heads.r_rdy & ~held[k] & (nxt == k) for k in range(2)]
+        # each slot's flags of the next cycle, and the current slot's
+        good_next = [Mux(held[k], slots[k].good, loads[k] & queued.good) for k in range(2)]
+        drop_next = [Mux(held[k], slots[k].drop, loads[k] & ~queued.good) for k in range(2)]
+        cur_next = cur ^ leave
+        m.d.sync += [cur_good.eq(Mux(cur_next, good_next[1], good_next[0])),
+                     cur_drop.eq(Mux(cur_next, drop_next[1], drop_next[0]))]
         m.d.comb += [
             leave.eq(take | drop),
             heads.r_en.eq(loads[0] | loads[1]),
