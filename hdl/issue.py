@@ -4,7 +4,7 @@ with it); hands the tag of each MemInv and unsupported request, from a
 register, to the NDR arbiter; drops MemSpecRd.
 
 The AR queue is a :class:`.queue.CreditQueue` as deep as the request
-pipeline's credit window for reads (:func:`.request.credit_windows`),
+pipeline's credit window for reads (:func:`.request_stages.credit_windows`),
 written from a register: the pipeline admits a read only while the
 queue has room for every read it has admitted and not yet seen leave
 (``read_left``, registered there), and a completion only while the NDR
@@ -21,7 +21,8 @@ from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.host.facts import CXL_ADDR_BITS, Mode
 from .queue import CreditQueue
-from .request import Kind, ReadEntryLayout, RequestLayout, credit_windows
+from .request import Kind, ReadEntryLayout, RequestLayout
+from .request_stages import credit_windows
 
 __all__ = ["ReadIssue", "ReadEntryLayout"]
 

@@ -33,7 +33,7 @@ from .bus import NdrLayout, OKAY
 from .credit import credit_ready, ladder
 from .inflight import WRITE_LOOKUP_CYCLES, response_members
 from .queue import HeadQueue, select_copies
-from .request import credit_windows
+from .request_stages import credit_windows
 
 __all__ = ["NdrArbiter", "round_robin"]
 

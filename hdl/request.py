@@ -48,7 +48,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import CXL_ADDR_BITS, ReqOpcode
+from neuron_fabric.host.facts import CXL_ADDR_BITS
 from .bus import ReqLayout
 from .cfg import CfgLayout, ConfigSignature
 from .credit import credit_ready
@@ -265,9 +265,9 @@ class RequestPipeline(wiring.Component):
         quiet, hold = self.quiet, self.config.hold
         since = Signal(range(quiet + 1), name="since_hold")
         settled = Signal(name="settled", init=1)
-        opcode = self.req.payload.opcode
-        is_read = (opcode == ReqOpcode.MEM_RD) | (opcode == ReqOpcode.MEM_RD_DATA)
-        is_cmp = ~is_read & (opcode != ReqOpcode.MEM_SPEC_RD)
+        kind = classify(m, self.req.payload.opcode)
+        is_read = kind == Kind.READ
+        is_cmp = (kind == Kind.CMP) | (kind == Kind.UNSUPPORTED)
         # each credit counts its kind, admitted while both have room (so
         # ``ready`` is an AND of two registers); each sees its items leave
         # a cycle late, from a register of read issue's ``left``
