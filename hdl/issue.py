@@ -22,6 +22,7 @@ from amaranth.lib.wiring import In, Out
 from neuron_fabric.host.facts import CXL_ADDR_BITS, Mode
 from .queue import CreditQueue
 from .request import Kind, ReadEntryLayout, RequestLayout
+from .request_layout import answered_here
 from .request_stages import credit_windows
 
 __all__ = ["ReadIssue", "ReadEntryLayout"]
@@ -81,7 +82,7 @@ class ReadIssue(wiring.Component):
                      ar_beat.eq(Cat(head.id, head.addr)), ar_mode.eq(head.mode)]
         # a completion's tag, registered for the NDR arbiter
         cmp_valid, cmp_tag = Signal(), Signal(16)
-        is_cmp = (head.kind == Kind.CMP) | (head.kind == Kind.UNSUPPORTED)
+        is_cmp = answered_here(head.kind)
         m.d.sync += [cmp_valid.eq(valid & is_cmp), cmp_tag.eq(head.tag)]
         m.d.comb += [
             arq.w_en.eq(ar_valid), arq.w_data.eq(ar_beat),

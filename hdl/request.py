@@ -56,8 +56,8 @@ from .derive import RegionResidues, ResidueLayout, local_config, refresh_cycles
 from .gate import FIXED_PATTERN, gate_mask_steps, slices
 from .inflight import ReadAllocSignature, ReserveSignature
 from .count_steps import staged_limits
-from .request_layout import (Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, classify,
-                             read_entry)
+from .request_layout import (Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, answered_here,
+                             classify, read_entry)
 from .phase import MODULI, reduce_small
 from .pipe import Line, copies, delay, register
 from .region import chunk_compare, combine, compare_steps, first, match, select_final, \
@@ -267,7 +267,7 @@ class RequestPipeline(wiring.Component):
         settled = Signal(name="settled", init=1)
         kind = classify(m, self.req.payload.opcode)
         is_read = kind == Kind.READ
-        is_cmp = (kind == Kind.CMP) | (kind == Kind.UNSUPPORTED)
+        is_cmp = answered_here(kind)
         # each credit counts its kind, admitted while both have room (so
         # ``ready`` is an AND of two registers); each sees its items leave
         # a cycle late, from a register of read issue's ``left``

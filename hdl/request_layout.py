@@ -12,14 +12,14 @@ from .count_steps import LIMITS_BITS
 from .hierarchy import permutes
 
 __all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "read_entry",
-           "classify"]
+           "classify", "answered_here"]
 
 
 class Kind:
     """What the top does with a request: read the line, answer NDR Cmp,
     answer NDR Cmp and flag UNSUPPORTED, or drop it (MemSpecRd).  (The two
-    that answer NDR Cmp share the high bit, so read issue tells them from
-    the others by one bit.)"""
+    that answer NDR Cmp share the high bit, so :func:`answered_here` is
+    that one bit after synthesis.)"""
     READ, DROP, CMP, UNSUPPORTED = range(4)
 
 
@@ -70,6 +70,12 @@ def read_entry(m, params, tag, cfg, mask, limits=None):
     if "limits" in members:
         m.d.comb += entry.limits.eq(limits)
     return entry
+
+
+def answered_here(kind):
+    """Whether a request of ``kind`` is answered with NDR Cmp by the top
+    itself, with no memory access (MemInv, MemInvNT and unsupported)."""
+    return (kind == Kind.CMP) | (kind == Kind.UNSUPPORTED)
 
 
 def classify(m, opcode):
