@@ -74,13 +74,13 @@ lint: verilog
 	$(PY) -m neuron_fabric.sim.lint build/verilog
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --durations=15 -m "not long" tests
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 -m "not long" tests
 
 test-quick: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) -m "not slow and not long" tests
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow and not long" tests
 
 test-long: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --durations=15 -m long tests
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 -m long tests
 
 bench: $(STAMP)
 	$(PY) -m neuron_fabric.sim.bench_golden

@@ -91,12 +91,16 @@ def port_mismatches(dut, ports):
 
 def conformance_params(configs, tests, cfg_id, xfail, sim_index, slow_index):
     """pytest parameters (config x cocotb test), with slow, Icarus-skip and
-    strict expected-failure marks."""
+    strict expected-failure marks.  The tests of one config share one
+    simulation (:func:`run_module_once`), so they form one xdist group
+    (``--dist loadgroup``): one worker runs it while the other goes on."""
     import pytest
     out = []
     for c in configs:
         for t in tests:
-            marks = [pytest.mark.slow] if c[slow_index] else []
+            marks = [pytest.mark.xdist_group(cfg_id(c))]
+            if c[slow_index]:
+                marks.append(pytest.mark.slow)
             if c[sim_index] == "icarus" and not shutil.which("iverilog"):
                 marks.append(pytest.mark.skip(reason="iverilog not installed"))
             reason = xfail.get((cfg_id(c), t)) or xfail.get(("*", t))
@@ -112,10 +116,14 @@ def _session_id():
         "CONFORMANCE_RUN_ID", uuid.uuid4().hex)
 
 
+def _verilog_dir(name):
+    return CONF_BUILD / name / "verilog"
+
+
 def export(name, *, line_bits, workers, stages, regions=None, max_outstanding=None,
            top=False):
     """Export one parameter set into build/conformance/<name>/verilog."""
-    out = CONF_BUILD / name / "verilog"
+    out = _verilog_dir(name)
     exe = pathlib.Path(sys.executable).parent / "neuron-fabric-export"
     cmd = [str(exe), "--line-bits", str(line_bits), "--workers", str(workers),
            "--stages", str(stages), "--out-dir", str(out)]
@@ -156,11 +164,19 @@ def run_module_once(*, name, export_kwargs, toplevel, sources, test_module,
     base = CONF_BUILD / name
     run_dir = base / simulator
     marker = base / f"{simulator}.done"
+    exported = base / "export.done"
     sid = _session_id()
-    with file_lock(base / "lock"):  # one per parameter set (shared export)
+    # the export is shared by the simulators of a parameter set; each
+    # simulator's build and run has a lock of its own, so that the two
+    # simulators of one set run side by side on two workers
+    with file_lock(base / "export.lock"):
+        if not (exported.is_file() and exported.read_text() == sid):
+            export(name, **export_kwargs)
+            exported.write_text(sid)
+    vdir = _verilog_dir(name)
+    with file_lock(base / f"{simulator}.lock"):
         if marker.is_file() and marker.read_text() == sid:
             return _parse_results(run_dir / "results.xml")
-        vdir = export(name, **export_kwargs)
         build = build_bench([vdir / s for s in sources], toplevel, simulator)
         results = run_bench(build=build, toplevel=toplevel, test_module=test_module,
                             simulator=simulator, run_dir=run_dir, params=params)

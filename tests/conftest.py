@@ -30,3 +30,35 @@ def export_datapath():
     """``export_datapath(line_bits, workers, stages, profile="full")`` gives
     the path of the exported Verilog of that datapath parameter set."""
     return _export_datapath
+
+
+#: Test modules that take most of the suite's time (measured with
+#: ``--durations=0`` on two workers), heaviest first.  They are collected
+#: first so that two xdist workers end together (the longest jobs first);
+#: the order changes only the suite's wall time, never what it checks.
+HEAVY_FIRST = (
+    "top/test_top_sim.py",
+    "top/test_conformance_top.py",
+    "top/test_hierarchy_rtl.py",
+    "top/test_train_rtl.py",
+    "top/test_top_formal.py",
+    "sim/test_envelope_rtl.py",
+    "top/test_device_rtl.py",
+    "datapath/test_conformance_datapath.py",
+    "top/test_top_export.py",
+    "datapath/test_datapath_cocotb.py",
+    "datapath/test_export.py",
+    "datapath/test_datapath_formal.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    here = pathlib.Path(__file__).parent
+    missing = [path for path in HEAVY_FIRST if not (here / path).is_file()]
+    if missing:
+        raise pytest.UsageError(f"tests/conftest.py HEAVY_FIRST names missing modules: {missing}")
+
+    def rank(item):
+        path = pathlib.Path(str(item.path)).relative_to(here).as_posix()
+        return HEAVY_FIRST.index(path) if path in HEAVY_FIRST else len(HEAVY_FIRST)
+    items.sort(key=rank)  # stable: the order within a module is kept
