@@ -7,6 +7,7 @@ neuron_fabric.hdl.export``); ``make verilog`` calls it.
 import fcntl
 import functools
 import hashlib
+import inspect
 import json
 import os
 import pathlib
@@ -187,14 +188,24 @@ def cached_verilog(export, folder, **params):
     """``export(**params)`` (one of this module's ``*_verilog`` functions),
     kept in ``folder`` and reused while the sources, Amaranth and ``params``
     are the same (elaborating the 512-bit top takes about a minute).  Processes
-    asking for the same export wait for the first one instead of repeating it."""
+    asking for the same export wait for the first one instead of repeating it.
+    A parameter left out and the same parameter at its default are one entry."""
     def part(name, value):          # a profile by name or as a Profile: one key
         if name == "profile":
             value = PROFILES.get(value, value) if isinstance(value, str) else value
         if hasattr(value, "features"):
             return {"name": value.name, "features": sorted(value.features)}
         return value
-    key = {k: part(k, v) for k, v in sorted(params.items())}
+    # the parameters as the export sees them (its defaults filled in), so
+    # that a call naming a default and one leaving it out share one entry
+    signature = inspect.signature(export)
+    bound = signature.bind(**params)
+    bound.apply_defaults()
+    named = dict(bound.arguments)
+    for name, parameter in signature.parameters.items():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            named.update(named.pop(name, {}))
+    key = {k: part(k, v) for k, v in sorted(named.items())}
     digest = hashlib.sha256(json.dumps([_sources_digest(), export.__name__, key])
                             .encode()).hexdigest()[:24]
     path = pathlib.Path(folder) / f"{export.__name__}-{digest}.v"

@@ -99,8 +99,7 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     from dataclasses import replace
-    params = TopParams(line_bits=args.line_bits, workers=8, stages=5, regions=2,
-                       max_outstanding=16)
+    params = TopParams(line_bits=args.line_bits)     # the default top at that width
     result = run_train_rtl(params, replace(RTL_CONFIG, steps=args.steps), out / "train_rtl.json")
     print(json.dumps(result, indent=1))
     return 0 if result["identical"] else 1

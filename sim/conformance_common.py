@@ -21,7 +21,7 @@ import sys
 import uuid
 from xml.etree import ElementTree
 
-from .toolchain import bench_params, build_bench, file_lock, run_bench
+from .toolchain import VERILOG_CACHE, bench_params, build_bench, file_lock, run_bench
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 CONF_BUILD = REPO / "build" / "conformance"
@@ -126,7 +126,10 @@ def export(name, *, line_bits, workers, stages, regions=None, max_outstanding=No
     out = _verilog_dir(name)
     exe = pathlib.Path(sys.executable).parent / "neuron-fabric-export"
     cmd = [str(exe), "--line-bits", str(line_bits), "--workers", str(workers),
-           "--stages", str(stages), "--out-dir", str(out)]
+           "--stages", str(stages), "--out-dir", str(out),
+           # the project's Verilog cache: one export of a parameter set per
+           # session whichever test asks for it first
+           "--cache", str(VERILOG_CACHE)]
     if top:
         cmd += ["--regions", str(regions), "--max-outstanding", str(max_outstanding)]
     else:

@@ -56,8 +56,16 @@ from .toolchain import bench_params
 __all__ = [
     "ReqBus", "ReqSource", "RwdBus", "RwdSource", "DrsBus", "DrsSink", "NdrBus", "NdrSink",
     "FaultyAxiRam", "ReorderingAxiRam", "pauses", "ConfigState", "ConfigHistory",
-    "expected_read", "RecordingBus", "Scoreboard", "TopTB", "top_params",
+    "expected_read", "RecordingBus", "Scoreboard", "TopTB", "top_params", "SMALL_TOP",
 ]
+
+#: The small exported top of the cocotb benches (the top bench, the device
+#: model's differential test, the conformance bench, two levels on Icarus):
+#: one parameter set, so one export and one simulator build serve them all.
+#: Its in-flight table has eight entries, the fewest with which the
+#: conformance bench can hold a batch of reads while R is stalled; the
+#: formal checks of the top run with four.
+SMALL_TOP = TopParams(line_bits=64, workers=4, stages=2, regions=4, max_outstanding=8)
 
 ReqBus, ReqTransaction, ReqSource, ReqSink, ReqMonitor = define_stream(
     "M2sReq", signals=["valid", "ready", "opcode", "addr", "tag"])

@@ -25,7 +25,7 @@ import sys
 
 from neuron_fabric.host.facts import TOP_MODULE
 
-from ..toolchain import BUILD, run_cocotb
+from ..toolchain import BUILD, VERILOG_CACHE, run_cocotb
 from .model import simulate
 from .params import GiB, MiB, ServiceParams
 
@@ -67,7 +67,8 @@ def export_top(out_dir, *args):
     or None (with the exporter's message) if it cannot."""
     out_dir = pathlib.Path(out_dir)
     proc = subprocess.run([sys.executable, "-m", "neuron_fabric.hdl.export", "--out-dir",
-                           str(out_dir), *args], capture_output=True, text=True)
+                           str(out_dir), "--cache", str(VERILOG_CACHE), *args],
+                          capture_output=True, text=True)
     path = out_dir / f"{TOP}.v"
     if proc.returncode != 0 or not path.exists():
         return None, (proc.stdout + proc.stderr).strip() or f"no {path.name} written"

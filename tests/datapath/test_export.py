@@ -132,6 +132,14 @@ def test_cache_reuses_by_parameters_and_sources(tmp_path, monkeypatch):
     assert first == again and other != first and len(calls) == 2
     by_name = export_module.cached_verilog(fake_verilog, cache, line_bits=64, profile="full")
     assert by_name == first and len(calls) == 2, "a profile's name and its Profile: one entry"
+    def with_default(*, line_bits=64, profile="full"):
+        calls.append(line_bits)
+        return f"// {line_bits}\n"
+    named = export_module.cached_verilog(with_default, cache, line_bits=64, profile="full")
+    bare = export_module.cached_verilog(with_default, cache)
+    assert bare == named and calls[-1] == 64 and len(calls) == 3, \
+        "a parameter at its default and the same parameter left out: one entry"
+    del calls[-1]
     monkeypatch.setattr(export_module, "_sources_digest", lambda: "edited sources")
     export_module.cached_verilog(fake_verilog, cache, line_bits=64, profile=PROFILES["full"])
     assert len(calls) == 3

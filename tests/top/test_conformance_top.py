@@ -8,6 +8,7 @@ reported as its own pytest item.
 import pytest
 
 from neuron_fabric.sim.conformance_common import check_result, conformance_params, run_module_once
+from neuron_fabric.sim.tb_top import SMALL_TOP
 
 TESTS = [
     "ports_and_widths",
@@ -32,10 +33,14 @@ TESTS = [
     "devload_full_table",
 ]
 
-# (line_bits, workers, stages, regions, max_outstanding, simulator, slow)
+# (line_bits, workers, stages, regions, max_outstanding, simulator, slow); the
+# parameter sets are the other benches' small and default tops (one export
+# and one build a simulator with them)
+_SMALL = (SMALL_TOP.line_bits, SMALL_TOP.workers, SMALL_TOP.stages, SMALL_TOP.regions,
+          SMALL_TOP.max_outstanding)
 CONFIGS = [
-    (64, 4, 2, 4, 8, "icarus", False),
-    (64, 4, 2, 4, 8, "verilator", True),
+    (*_SMALL, "icarus", False),
+    (*_SMALL, "verilator", True),
     (512, 8, 5, 8, 32, "verilator", True),     # the default top: one build with test_top_sim
 ]
 

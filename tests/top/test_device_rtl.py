@@ -6,15 +6,18 @@ default top in ``make test-long``).
 The simulators' builds of the 512-bit top, not the runs, are what cost here
 (each near 100 s with the hierarchy extension), so the default top is the
 one tests/top/test_top_sim.py, test_hierarchy_rtl.py and the conformance
-bench build: one build a simulator serves them all.
+bench build, and the small one is theirs too (``SMALL_TOP``): one build a
+simulator serves them all.
 """
 
 import pytest
 
 from neuron_fabric.host.facts import TopParams
+from neuron_fabric.sim.tb_top import SMALL_TOP
 from neuron_fabric.sim.toolchain import available_simulators
 
-SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=4, max_outstanding=4)
+#: The small top of every bench (one export and one build a simulator).
+SMALL = SMALL_TOP
 #: The default top, as tests/top/test_top_sim.py and test_hierarchy_rtl.py
 #: build it: one build a simulator serves them all.
 DEFAULT_WIDTH = TopParams()

@@ -2,11 +2,9 @@
 
 Verilator runs 10,000 random requests at LINE_BITS 512 / WORKERS 8 and
 4,000 at LINE_BITS 64 / WORKERS 4 (``-m slow``); Icarus, about 7x slower
-per cycle and 20x at 512 bits, runs the whole bench at 64 bits with 1,000
-and the bench's short tests at 512 bits with 250 (``-m slow``;
-:data:`ICARUS_MAIN_TESTS`); ``-m long`` (``make test-long``) runs the
-whole bench on Icarus at both widths with 10,000.  The cocotb tests are in
-``sim/cocotb_top.py``.
+per cycle and 20x at 512 bits, runs the whole bench at 64 bits with 1,000;
+``-m long`` (``make test-long``) runs the whole bench on Icarus at both
+widths with 10,000.  The cocotb tests are in ``sim/cocotb_top.py``.
 """
 
 import pytest
@@ -14,8 +12,9 @@ import pytest
 from neuron_fabric.host.facts import TopParams
 from neuron_fabric.sim.toolchain import available_simulators
 
+from neuron_fabric.sim.tb_top import SMALL_TOP as SMALL
+
 MAIN = TopParams(line_bits=512, workers=8, stages=5, regions=8, max_outstanding=32)
-SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)
 
 
 @pytest.fixture
@@ -46,23 +45,6 @@ def test_small_config_icarus_long(run_top):
 @pytest.mark.slow
 def test_small_config_verilator(run_top):
     assert run_top(SMALL, "verilator", 4_000, seed=2) >= 10
-
-
-#: The bench's tests that the 512-bit top runs on Icarus in ``make test``
-#: (a third of the bench's time there); the four others (latency and rate,
-#: control writes during traffic, a reordering memory, reset in the middle
-#: of traffic) run on Icarus at 64 bits and on Verilator at 512 bits here,
-#: and at 512 bits on Icarus in ``make test-long``.
-ICARUS_MAIN_TESTS = ("test_register_reset_values", "test_register_read_write",
-                     "test_register_bad_inputs", "test_opcodes", "test_write_byte_enables",
-                     "test_axi_errors", "test_random_traffic")
-
-
-@pytest.mark.slow
-@pytest.mark.skipif("icarus" not in available_simulators(), reason="iverilog not installed")
-def test_main_config_icarus(run_top):
-    assert run_top(MAIN, "icarus", 250, testcase=list(ICARUS_MAIN_TESTS), seed=5,
-                   suffix="short") == len(ICARUS_MAIN_TESTS)
 
 
 @pytest.mark.long

@@ -7,8 +7,10 @@ from neuron_fabric.host.facts import TopParams
 from neuron_fabric.host.pilots import RTL_CONFIG
 from neuron_fabric.sim.cocotb_train import run_train_rtl
 
-#: Small and quick to build: 64-bit lines (101 lines a step for the small model), two regions.
-PARAMS = TopParams(line_bits=64, workers=8, stages=5, regions=2, max_outstanding=16)
+#: Small and quick to build: the default top at 64-bit lines (101 lines a
+#: step for the small model), the top tests/sim/test_envelope_rtl.py builds
+#: (one export and one build with it).
+PARAMS = TopParams(line_bits=64)
 
 
 def test_training_on_the_rtl_is_bit_identical_to_the_device_model(tmp_path):
