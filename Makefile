@@ -34,7 +34,7 @@ help:
 	@echo "make test-long    the tests marked long: long variants of checks make test runs fast"
 	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= REGIONS= MAX_OUTSTANDING= PROFILE=)"
 	@echo "make functional   paper section 6 check on the top: identity, G-Binary, G-Ternary (SIM=verilator|icarus)"
-	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from host/regmap.py"
+	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from contract/regmap.py"
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
 	@echo "make bench        golden-model throughput on a 64 MiB buffer; gradient runtime through the device model"
 	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
@@ -87,13 +87,13 @@ bench: $(STAMP)
 	$(PY) -m neuron_fabric.sim.bench_runtime
 
 train: $(STAMP)
-	$(PY) -m neuron_fabric.host.train.experiments --jobs $(JOBS) --out build/reports
+	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --out build/reports
 
 train-quick: $(STAMP)
-	$(PY) -m neuron_fabric.host.train.experiments --jobs $(JOBS) --quick --out build/reports/quick
+	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --quick --out build/reports/quick
 
 hierarchy: $(STAMP)
-	$(PY) -m neuron_fabric.host.train.hierarchy_report --jobs $(JOBS) --out build/reports
+	$(PY) -m neuron_fabric.experiments.train.hierarchy_report --jobs $(JOBS) --out build/reports
 
 envelope: $(STAMP)
 	$(PY) -m neuron_fabric.sim.envelope --out build/reports
@@ -109,7 +109,7 @@ functional: $(STAMP)
 	$(PY) -m neuron_fabric.sim.functional --line-bits $(LINE_BITS) --stages $(STAGES) --simulator $(SIM)
 
 regdocs: $(STAMP)
-	$(PY) -m neuron_fabric.host.regmap docs/registers.md build/docs/registers.md
+	$(PY) -m neuron_fabric.contract.regmap docs/registers.md build/docs/registers.md
 
 synth: $(STAMP)
 	$(PY) -m neuron_fabric.synth.generic --jobs $(JOBS)
@@ -133,7 +133,7 @@ report: synth route ge endpoints sky130
 	$(PY) -m neuron_fabric.synth.report
 
 pilots: $(STAMP)
-	$(PY) -m neuron_fabric.host.pilots --out build/reports
+	$(PY) -m neuron_fabric.experiments.pilots --out build/reports
 
 train-rtl: $(STAMP)
 	$(PY) -m neuron_fabric.sim.cocotb_train --out build/reports

@@ -12,9 +12,9 @@ Roles (paper section 3, "Control interface"):
     Estimates collective pressure from trace-derived forecasts.  Its only
     input is a :class:`TraceRecord` of timings and volumes: it cannot be
     handed gradients, weights or loss.  Its All-Reduce times come from the
-    communication-time model (:mod:`neuron_fabric.sim.envelope.commtime`)
+    communication-time model (:mod:`neuron_fabric.models.commtime`)
     and the datapath exposure from the timing-envelope model
-    (:mod:`neuron_fabric.sim.envelope.model`).
+    (:mod:`neuron_fabric.models.envelope.model`).
 :class:`Commander`
     Proposes a mode per group with a deterministic ladder: the lowest-traffic
     mode whose cosine-alignment diagnostic (measured on FP32 warm-up steps)
@@ -31,7 +31,7 @@ Roles (paper section 3, "Control interface"):
     aggregates FP32 groups in software, so no group is ever in an unknown
     mode.
 
-Mode names are the keys of :data:`neuron_fabric.host.traffic.BITS_PER_ELEMENT`
+Mode names are the keys of :data:`neuron_fabric.models.traffic.BITS_PER_ELEMENT`
 (``"fp32"``, ``"gbinary"``, ``"gternary"``); the ladder is that table sorted
 by bits per element.
 """
@@ -40,15 +40,15 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from neuron_fabric.sim.envelope.commtime import CommParams, allreduce_times_ms
-from neuron_fabric.sim.envelope.model import overhead_pct
-from neuron_fabric.sim.envelope.params import ANCHOR, ServiceParams
+from neuron_fabric.models.commtime import CommParams, allreduce_times_ms
+from neuron_fabric.models.envelope.model import overhead_pct
+from neuron_fabric.models.envelope.params import ANCHOR, ServiceParams
 
-from . import runtime
-from .driver import BusError
-from .facts import Mode
-from .regmap import cfg_decode
-from .traffic import BITS_PER_ELEMENT
+from neuron_fabric.host import runtime
+from neuron_fabric.host.driver import BusError
+from neuron_fabric.contract.facts import Mode
+from neuron_fabric.contract.regmap import cfg_decode
+from neuron_fabric.models.traffic import BITS_PER_ELEMENT
 
 __all__ = [
     "FP32", "LOW_BIT_MODES", "MODE_POLICY", "TraceRecord", "Forecast", "PredictorConfig",
@@ -154,7 +154,7 @@ class PredictorConfig:
         no smoothing).
     comm : CommParams
         The communication-time model's parameters (``gpus`` = W workers,
-        link bandwidths; :mod:`neuron_fabric.sim.envelope.commtime`).
+        link bandwidths; :mod:`neuron_fabric.models.commtime`).
     service : ServiceParams
         The timing-envelope anchor whose exposed datapath overhead scales the
         low-bit paths (paper section 4, full-LLC-miss anchor).

@@ -32,7 +32,7 @@ Example::
     import numpy as np
     from neuron_fabric.host.device import Device
     from neuron_fabric.host.driver import Driver
-    from neuron_fabric.host.facts import Mode, TopParams
+    from neuron_fabric.contract.facts import Mode, TopParams
 
     async def main():
         dev = Device(TopParams())
@@ -49,10 +49,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .facts import (COUNT_LANE_BITS, CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFILES, Mode,
-                    Operand, Profile, ReqOpcode, RwdOpcode, TopParams)
-from .golden import line_phase, transform, transform_counts
-from .regmap import ADDR_BITS, COUNTERS, DATA_BITS, STATUS_BITS, RegisterMap, cfg_check, cfg_decode
+from neuron_fabric.contract.facts import (COUNT_LANE_BITS, CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFILES, Mode,
+                                          Operand, Profile, ReqOpcode, RwdOpcode, TopParams)
+from neuron_fabric.host.golden import line_phase, transform, transform_counts
+from neuron_fabric.contract.regmap import ADDR_BITS, COUNTERS, DATA_BITS, STATUS_BITS, RegisterMap, cfg_check, cfg_decode
 
 __all__ = ["Device", "Response", "Faults", "PoisonError", "read_response"]
 

@@ -9,7 +9,7 @@ two coroutine methods::
 ``ok`` is False when the port answered SLVERR.  Two buses are provided:
 :class:`AxiLiteMasterBus` (a cocotbext-axi ``AxiLiteMaster`` in simulation)
 and :class:`MmapBus` (a memory-mapped register window of a real device).
-Offsets come from :class:`neuron_fabric.host.regmap.RegisterMap`; every value is
+Offsets come from :class:`neuron_fabric.contract.regmap.RegisterMap`; every value is
 checked against the same rules the hardware applies before anything reaches
 the bus.
 
@@ -17,7 +17,7 @@ Example (a device whose registers are mapped by a UIO driver)::
 
     import asyncio
     from neuron_fabric.host.driver import Driver, MmapBus
-    from neuron_fabric.host.facts import Mode
+    from neuron_fabric.contract.facts import Mode
 
     async def main():
         nf = await Driver.probe(MmapBus("/dev/uio0"))
@@ -33,9 +33,9 @@ import mmap
 import os
 import struct
 
-from .facts import CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode, Operand, TopParams
-from .regmap import (COUNTERS, ID_VALUE, STATUS_BITS, CfgError, RegisterMap, cfg_check,
-                     cfg_decode, cfg_encode)
+from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode, Operand, TopParams
+from neuron_fabric.contract.regmap import (COUNTERS, ID_VALUE, STATUS_BITS, CfgError, RegisterMap, cfg_check,
+                                           cfg_decode, cfg_encode)
 
 __all__ = ["BusError", "Driver", "AxiLiteMasterBus", "MmapBus", "CfgError"]
 

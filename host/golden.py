@@ -46,9 +46,9 @@ import functools
 
 import numpy as np
 
-from .facts import (COUNT_LANE_BITS, FIELD_WIDTHS, Format, GateKind, Layout, Mode, Operand,
-                    LINE_BITS_CHOICES, WORKERS_CHOICES, count_geometry)
-from .regmap import count_total_max
+from neuron_fabric.contract.facts import (COUNT_LANE_BITS, FIELD_WIDTHS, Format, GateKind, Layout, Mode, Operand,
+                                          LINE_BITS_CHOICES, WORKERS_CHOICES, count_geometry)
+from neuron_fabric.contract.regmap import count_total_max
 
 __all__ = [
     "check_config", "check_count_config", "transform_lane", "transform", "gate_pattern",

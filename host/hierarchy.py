@@ -59,21 +59,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .facts import COUNT_LANE_BITS, Operand, count_geometry
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, Operand, count_geometry
+from neuron_fabric.models.multihop import GROUP, META_BITS, SCHEMES, SUPERGROUP, partial_bits
 
 __all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "Hierarchy",
            "stochastic_quantize", "quantize_variance", "exact_counts", "contract_vote", "aggregate",
            "partial_bits", "hop_bits", "hardware_chain", "compare", "cosine", "disagreement",
            "synthetic_gradients"]
 
-#: Coordinates per group (one 8-bit scale) and per super-group (one 16-bit scale).
-GROUP = 16
-SUPERGROUP = 256
-#: Scale metadata, bits per coordinate per hop: 8-bit group scale, 16-bit super-group scale.
-META_BITS = 8 / GROUP + 16 / SUPERGROUP
-
-#: The schemes; every one returns a sign (-1/0/+1) except ``dq-grad`` (magnitudes).
-SCHEMES = ("exact", "mom", "mom-ternary", "dq-sign", "dq-grad", "signofmean")
 
 
 @dataclass(frozen=True)
@@ -212,8 +205,8 @@ def contract_vote(h, grads, fmt=None, line_bits=512):
     workers below), COUNT on the way and ``fmt`` (default SIGN) at the top.
     Returns the top's values ``(n,)``, int32.  Raises ``ValueError`` where
     the contract's operands cannot carry the hierarchy."""
-    from . import golden
-    from .facts import Format, Mode
+    from neuron_fabric.host import golden
+    from neuron_fabric.contract.facts import Format, Mode
     grads = _check(h, grads)
     fmt = Format.SIGN if fmt is None else fmt
     chain = hardware_chain(h)
@@ -275,27 +268,6 @@ def aggregate(h, grads, scheme, bits=4, rng=None):
 
 
 # -- bits moved ------------------------------------------------------------------
-
-def _count_bits(maximum):
-    return math.ceil(math.log2(maximum + 1))
-
-
-def partial_bits(scheme, members, bits=4):
-    """Bits per coordinate, ``(payload, metadata)``, of one partial result
-    of ``scheme`` covering ``members`` workers as it travels up (1: a
-    worker's own gradient)."""
-    if scheme not in SCHEMES + ("fp32",):
-        raise ValueError(f"unknown scheme {scheme!r}; known: {SCHEMES + ('fp32',)}")
-    if scheme in ("fp32", "signofmean"):
-        return 32.0, 0.0
-    if scheme == "dq-grad" or (scheme == "dq-sign" and members > 1):
-        return float(bits), META_BITS
-    if members == 1 or scheme == "mom":
-        return 1.0, 0.0
-    if scheme == "mom-ternary":
-        return math.log2(3), 0.0
-    return float(_count_bits(members)), 0.0        # exact
-
 
 def hop_bits(h, scheme, bits=4):
     """Bits per coordinate on each upward hop, hop 0 (workers -> level-1

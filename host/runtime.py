@@ -45,7 +45,7 @@ so the link carries ``writes * LINE_BYTES`` data bytes up).  An FP32 group
 is counted as an FP32 collective would move it, ``W * n * 4`` bytes up and
 ``n * 4`` down, in no device request.  The *payload ratio* compares the
 bytes up with ``W * n * 4`` (what every worker sends), the measure of the
-paper's Table 6 and of :mod:`neuron_fabric.host.traffic`: one bit per
+paper's Table 6 and of :mod:`neuron_fabric.models.traffic`: one bit per
 element per worker for G-Binary, i.e. 1/32.  G-Ternary moves the same
 sign lines (the device derives the zero gate on the read side), so its
 measured ratio is G-Binary's, not the paper's 1.58-bit count.  The
@@ -75,9 +75,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import golden
-from .facts import COUNT_LANE_BITS, Format, GateKind, Layout, Mode, Operand, count_geometry
-from .traffic import packed_lines
+from neuron_fabric.host import golden
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, GateKind, Layout, Mode, Operand, count_geometry
+from neuron_fabric.models.traffic import packed_lines
 
 __all__ = ["GroupPolicy", "FP32", "G_BINARY", "G_TERNARY", "G_TERNARY_ROTATING", "G_BINARY_MARGIN",
            "g_ternary_margin", "GroupWindow", "GroupTraffic", "GradientRuntime",

@@ -12,9 +12,9 @@ import time
 import numpy as np
 
 from neuron_fabric.host import golden
-from neuron_fabric.host.facts import Format, GateKind, Mode
+from neuron_fabric.contract.facts import Format, GateKind, Mode
 
-from .benchcli import bench_main
+from neuron_fabric.sim.benchcli import bench_main
 
 #: (name, mode, format, gate kind, whether the gate is given as the core's
 #: per-line mask rather than as P, K and the line phases)

@@ -21,10 +21,10 @@ import numpy as np
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.facts import TopParams
+from neuron_fabric.contract.facts import TopParams
 from neuron_fabric.host.runtime import G_BINARY, G_BINARY_MARGIN, G_TERNARY, GradientRuntime
 
-from .benchcli import bench_main
+from neuron_fabric.sim.benchcli import bench_main
 
 CASES = [
     ("G-Binary SIGN", G_BINARY),

@@ -4,7 +4,7 @@ number of repeats (best kept), and a JSON file for the rows."""
 import json
 import pathlib
 
-from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser
 
 __all__ = ["bench_main"]
 

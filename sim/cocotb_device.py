@@ -1,6 +1,6 @@
 """Differential test: the exported top ``neuron_fabric`` against the
 transaction-level model :class:`neuron_fabric.host.device.Device`
-(run by tests/top/test_device_rtl.py).
+(run by tests/hdl/top/test_device_rtl.py).
 
 One seeded random stream goes to both.  It alternates
 
@@ -40,13 +40,13 @@ from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 
 from neuron_fabric.host.device import Device, Response
-from neuron_fabric.host.facts import (CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode,
-                                      Operand, ReqOpcode, RwdOpcode)
-from neuron_fabric.host.regmap import COUNTERS, RegisterMap, cfg_encode, count_total_max
+from neuron_fabric.contract.facts import (CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode,
+                                          Operand, ReqOpcode, RwdOpcode)
+from neuron_fabric.contract.regmap import COUNTERS, RegisterMap, cfg_encode, count_total_max
 
-from .tb_top import (DrsBus, DrsSink, FaultyAxiRam, NdrBus, NdrSink, ReqBus, ReqSource,
-                     ReqTransaction, RwdBus, RwdSource, RwdTransaction, pauses, top_params)
-from .toolchain import bench_params
+from neuron_fabric.sim.tb_top import (DrsBus, DrsSink, FaultyAxiRam, NdrBus, NdrSink, ReqBus, ReqSource,
+                                      ReqTransaction, RwdBus, RwdSource, RwdTransaction, pauses, top_params)
+from neuron_fabric.sim.toolchain import bench_params
 
 OKAY = 0
 #: Lines the traffic uses: a pool at the bottom of memory and one near the
@@ -408,7 +408,7 @@ async def test_device_model_matches_rtl(dut):
     assert tb.seen["poison"], "no read error was injected"
     if PROFILES[params.profile].has("hierarchy"):
         # every layout and every operand read through a transform (contract
-        # section 5; tests/top/test_hierarchy_rtl.py reads each pair)
+        # section 5; tests/hdl/top/test_hierarchy_rtl.py reads each pair)
         transformed = {x for mode, *view in tb.reads if mode in ("GBINARY", "GTERNARY")
                        for x in view}
         missing = {x.name for x in (*Layout, *Operand)} - transformed

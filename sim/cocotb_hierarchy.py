@@ -1,5 +1,5 @@
 """A two-level hierarchy with the exported top at both levels (contract
-section 5.4; run by tests/top/test_hierarchy_rtl.py).
+section 5.4; run by tests/hdl/top/test_hierarchy_rtl.py).
 
 Eight level-1 controllers of W workers and one level-2 controller, as
 :class:`neuron_fabric.host.runtime.Hierarchy` drives them: the top under
@@ -23,12 +23,12 @@ import numpy as np
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.facts import Format, GateKind, Layout, Mode, Operand
+from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode, Operand
 from neuron_fabric.host.runtime import GroupPolicy, Hierarchy
 
-from .rtl_port import RtlPort
-from .tb_top import TopTB, top_params
-from .toolchain import bench_params
+from neuron_fabric.sim.rtl_port import RtlPort
+from neuron_fabric.sim.tb_top import TopTB, top_params
+from neuron_fabric.sim.toolchain import bench_params
 
 GROUPS = 8
 #: Gate parameters of every run: P, K, T.

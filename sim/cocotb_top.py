@@ -13,12 +13,12 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from neuron_fabric.host.driver import CfgError
-from neuron_fabric.host.facts import Format, GateKind, Mode, ReqOpcode, RwdOpcode
-from neuron_fabric.host.regmap import (COUNTERS, ID_VALUE, RegisterMap, STATUS_BITS, VERSION_MAJOR,
-                                  VERSION_MINOR, cfg_encode)
+from neuron_fabric.contract.facts import Format, GateKind, Mode, ReqOpcode, RwdOpcode
+from neuron_fabric.contract.regmap import (COUNTERS, ID_VALUE, RegisterMap, STATUS_BITS, VERSION_MAJOR,
+                                           VERSION_MINOR, cfg_encode)
 
-from .tb_top import TopTB, spec_tags, top_params
-from .toolchain import bench_params
+from neuron_fabric.sim.tb_top import TopTB, spec_tags, top_params
+from neuron_fabric.sim.toolchain import bench_params
 
 OKAY, SLVERR = 0, 2
 

@@ -1,7 +1,7 @@
-"""Training with the RTL in the loop (run by tests/top/test_train_rtl.py and
+"""Training with the RTL in the loop (run by tests/hdl/top/test_train_rtl.py and
 ``make train-rtl``).
 
-The same loop, runtime and control plane (:func:`neuron_fabric.host.pilots.train_loop`)
+The same loop, runtime and control plane (:func:`neuron_fabric.experiments.pilots.train_loop`)
 run twice in this process: against the transaction-level device model,
 then against the exported ``neuron_fabric`` under the simulator (control
 through AXI4-Lite by the driver, gradients through M2S RwD / Req and S2M
@@ -24,14 +24,14 @@ import numpy as np
 
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.cli import ArgumentParser
-from neuron_fabric.host.facts import TOP_MODULE, TopParams
-from neuron_fabric.host.pilots import (RTL_CONFIG, loop_config_from_json, loop_config_to_json,
-                                       train_loop)
+from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.facts import TOP_MODULE, TopParams
+from neuron_fabric.experiments.pilots import (RTL_CONFIG, loop_config_from_json, loop_config_to_json,
+                                              train_loop)
 
-from .rtl_port import RtlPort
-from .tb_top import TopTB, top_params
-from .toolchain import bench_params
+from neuron_fabric.sim.rtl_port import RtlPort
+from neuron_fabric.sim.tb_top import TopTB, top_params
+from neuron_fabric.sim.toolchain import bench_params
 
 
 def _leaves(params):
@@ -77,7 +77,8 @@ async def test_training_matches_the_device_model(dut):
 def run_train_rtl(params, cfg, out):
     """Export ``params``' top, run this module on Verilator, return the result dict."""
     import pathlib
-    from .toolchain import BUILD, export_top, run_cocotb
+    from neuron_fabric.contract.paths import BUILD
+    from neuron_fabric.sim.toolchain import export_top, run_cocotb
     out = pathlib.Path(out)
     build_dir = BUILD / "cocotb" / f"train_{params.tag()}"
     src = export_top(params, BUILD / "cocotb" / "src" / params.tag() / "neuron_fabric.v")

@@ -21,10 +21,11 @@ import sys
 import uuid
 from xml.etree import ElementTree
 
-from .toolchain import VERILOG_CACHE, bench_params, build_bench, file_lock, run_bench
+from neuron_fabric.contract.paths import BUILD, REPO
+from neuron_fabric.contract.paths import VERILOG_CACHE
+from neuron_fabric.sim.toolchain import bench_params, build_bench, file_lock, run_bench
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-CONF_BUILD = REPO / "build" / "conformance"
+CONF_BUILD = BUILD / "conformance"
 
 # ---------------------------------------------------------------- contract 2 ----
 # Deliberate clean-room copy of contract section 2, independent of host/golden.py

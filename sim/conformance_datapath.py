@@ -19,7 +19,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from .conformance_common import lane_ref, port_mismatches, spec_test
+from neuron_fabric.sim.conformance_common import lane_ref, port_mismatches, spec_test
 
 # The run's parameters and what follows from them: set by _configure.
 LINE_BITS = W = STAGES = SEED = E = LMASK = ALL_LANES = None

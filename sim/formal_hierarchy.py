@@ -1,5 +1,5 @@
-"""Formal lane equivalence of the count-sum unit (``hdl/hierarchy.py``
-:class:`~neuron_fabric.hdl.count_sum.CountSum`), checked with SymbiYosys.
+"""Formal lane equivalence of the count-sum unit (``hdl/hierarchy/unit.py``
+:class:`~neuron_fabric.hdl.hierarchy.count_sum.CountSum`), checked with SymbiYosys.
 
 :class:`CountLaneSpec` -- every count lane of the unit's output equals
 :func:`reference_count_lane`, a small Amaranth function written from
@@ -22,12 +22,12 @@ from amaranth import Elaboratable, Module, Mux, ResetSignal, Signal, signed
 from amaranth.asserts import AnyConst, Initial
 from amaranth.hdl import Assert, Assume
 
-from neuron_fabric.hdl.count_sum import CountSum, HierarchyInputLayout
-from neuron_fabric.host.facts import COUNT_LANE_BITS, Layout, Operand, count_geometry
-from neuron_fabric.host.regmap import count_total_max
+from neuron_fabric.hdl.hierarchy.count_sum import CountSum, HierarchyInputLayout
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, Layout, Operand, count_geometry
+from neuron_fabric.contract.regmap import count_total_max
 
-from .formal import run_sby
-from .formal_datapath import reference_value, write_sby
+from neuron_fabric.sim.formal import run_sby
+from neuron_fabric.sim.formal_datapath import reference_value, write_sby
 
 __all__ = ["reference_count_lane", "CountLaneSpec", "write_job"]
 

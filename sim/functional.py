@@ -19,8 +19,8 @@ import sys
 import numpy as np
 
 from neuron_fabric.host.golden import encode_signs, line_phase, transform
-from neuron_fabric.host.facts import Format, GateKind, Mode, RwdOpcode
-from neuron_fabric.host.facts import TOP_MODULE
+from neuron_fabric.contract.facts import Format, GateKind, Mode, RwdOpcode
+from neuron_fabric.contract.facts import TOP_MODULE
 
 __all__ = ["MODES", "oracle", "main"]
 
@@ -57,8 +57,8 @@ except ImportError:             # the command line works without cocotb imported
 if cocotb is not None:
     @cocotb.test()
     async def functional_check(dut):
-        from .tb_top import TopTB, top_params
-        from .toolchain import bench_params
+        from neuron_fabric.sim.tb_top import TopTB, top_params
+        from neuron_fabric.sim.toolchain import bench_params
         params, bench = top_params(), bench_params()
         tb = TopTB(dut, params, seed=11)
         await tb.reset()
@@ -104,8 +104,9 @@ def _table(results):
 
 
 def main(argv=None):
-    from neuron_fabric.host.facts import TopParams
-    from .toolchain import BUILD, export_top, run_cocotb
+    from neuron_fabric.contract.facts import TopParams
+    from neuron_fabric.contract.paths import BUILD
+    from neuron_fabric.sim.toolchain import export_top, run_cocotb
 
     ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.functional",
                                  description="Paper section 6 functional check on the top.")

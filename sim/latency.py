@@ -16,8 +16,8 @@ together, with nothing in flight, to the edge at which BVALID is taken
 import argparse
 import sys
 
-from neuron_fabric.host.facts import DEFAULTS, PROFILES, Mode, ReqOpcode, RwdOpcode, TopParams
-from neuron_fabric.host.regmap import RegisterMap, cfg_encode
+from neuron_fabric.contract.facts import DEFAULTS, PROFILES, Mode, ReqOpcode, RwdOpcode, TopParams
+from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
 
 __all__ = ["measure"]
 
@@ -30,7 +30,7 @@ def measure(**params):
     """``{name: cycles}`` for the top of ``params`` (``Top``'s keywords; see
     the module docstring), and the G-Binary read's first DRS word (a check
     that the read went through the core)."""
-    from neuron_fabric.hdl.top import Top
+    from neuron_fabric.hdl.top.top import Top
     from neuron_fabric.sim.amaranth_sim import run_testbenches
 
     dut = Top(**params)

@@ -12,7 +12,7 @@ file is clean, 1 otherwise, 2 when there is nothing to lint.
 import pathlib
 import sys
 
-from .toolchain import lint_verilog
+from neuron_fabric.sim.toolchain import lint_verilog
 
 __all__ = ["WAIVERS", "lint_file", "main"]
 

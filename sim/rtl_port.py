@@ -13,7 +13,7 @@ also checks contract 4.3 for every line.
 
 import numpy as np
 
-from neuron_fabric.host.facts import RwdOpcode
+from neuron_fabric.contract.facts import RwdOpcode
 
 __all__ = ["RtlPort"]
 

@@ -40,9 +40,9 @@ from cocotb.utils import get_sim_time
 from cocotbext.axi.stream import define_stream
 
 from neuron_fabric.host import golden
-from neuron_fabric.host.facts import Format, GateKind, Mode
+from neuron_fabric.contract.facts import Format, GateKind, Mode
 
-from .toolchain import bench_params
+from neuron_fabric.sim.toolchain import bench_params
 
 __all__ = ["DatapathInSource", "DatapathOutSink", "HandshakeMonitor", "Scoreboard",
            "DatapathTB", "random_config", "pauses"]

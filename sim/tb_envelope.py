@@ -22,11 +22,11 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from neuron_fabric.host.facts import Mode
-from neuron_fabric.host.facts import TopParams
-from neuron_fabric.host.regmap import RegisterMap, cfg_encode
+from neuron_fabric.contract.facts import Mode
+from neuron_fabric.contract.facts import TopParams
+from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
 
-from .toolchain import bench_params
+from neuron_fabric.sim.toolchain import bench_params
 
 MEM_RD = 0b0001
 

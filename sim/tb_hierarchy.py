@@ -1,5 +1,5 @@
 """cocotb testbench of the datapath core with the hierarchy extension,
-``neuron_fabric_hierarchy`` (``hdl/hierarchy.py``; contract sections 3 and 5).
+``neuron_fabric_hierarchy`` (``hdl/hierarchy/unit.py``; contract sections 3 and 5).
 
 The wrapper has the core's flat ports and ``in_layout``, ``in_operand``,
 ``in_total``.  Random lines of every operand (SIGNS, COUNTS4, COUNTS8),
@@ -12,7 +12,7 @@ layout, mode, format and gate go in under ``in_valid`` gaps and
 The runner passes ``workers``, ``stages``, ``profile``, ``seed`` and
 ``lines`` in its ``params`` (:func:`~neuron_fabric.sim.toolchain.bench_params`).
 The line generator and :func:`expected_line` are also what the Amaranth
-simulation of the wrapper checks against (``tests/top/test_hierarchy_rtl.py``).
+simulation of the wrapper checks against (``tests/hdl/top/test_hierarchy_rtl.py``).
 """
 
 import logging
@@ -25,12 +25,12 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi.stream import define_stream
 
 from neuron_fabric.host import golden
-from neuron_fabric.host.facts import (COUNT_LANE_BITS, PROFILES, Format, GateKind, Layout, Mode,
-                                      Operand)
-from neuron_fabric.host.regmap import cfg_check, cfg_encode, count_total_max
+from neuron_fabric.contract.facts import (COUNT_LANE_BITS, PROFILES, Format, GateKind, Layout, Mode,
+                                          Operand)
+from neuron_fabric.contract.regmap import cfg_check, cfg_encode, count_total_max
 
-from .tb_datapath import CLOCK_NS, HandshakeMonitor, Scoreboard, pauses
-from .toolchain import bench_params
+from neuron_fabric.sim.tb_datapath import CLOCK_NS, HandshakeMonitor, Scoreboard, pauses
+from neuron_fabric.sim.toolchain import bench_params
 
 __all__ = ["random_line", "expected_line", "FIELDS"]
 
@@ -97,7 +97,7 @@ def _mask(value, lanes):
 def expected_line(beat, line_bits, workers, profile):
     """The golden response to one beat (an int), or None where the contract
     leaves it open (a field out of range in a transforming mode).
-    ``profile`` a :class:`~neuron_fabric.host.facts.Profile`."""
+    ``profile`` a :class:`~neuron_fabric.contract.facts.Profile`."""
     data = beat["line"]
     if beat["mode"] in (Mode.BYPASS, Mode.IDENTITY):
         return data

@@ -47,11 +47,11 @@ from cocotbext.axi.stream import define_stream
 
 from neuron_fabric.host.driver import AxiLiteMasterBus, Driver
 from neuron_fabric.host.device import read_response
-from neuron_fabric.host.facts import (DRS_MEMDATA, NDR_CMP, PROFILES, Mode, ReqOpcode, RwdOpcode,
-                                      TopParams)
-from neuron_fabric.host.regmap import RegisterMap, cfg_decode, cfg_encode
+from neuron_fabric.contract.facts import (DRS_MEMDATA, NDR_CMP, PROFILES, Mode, ReqOpcode, RwdOpcode,
+                                          TopParams)
+from neuron_fabric.contract.regmap import RegisterMap, cfg_decode, cfg_encode
 
-from .toolchain import bench_params
+from neuron_fabric.sim.toolchain import bench_params
 
 __all__ = [
     "ReqBus", "ReqSource", "RwdBus", "RwdSource", "DrsBus", "DrsSink", "NdrBus", "NdrSink",
@@ -86,7 +86,7 @@ def _u(handle):
 
 def top_params():
     """The parameter set a cocotb run was built for: the
-    :class:`~neuron_fabric.host.facts.TopParams` fields among the runner's
+    :class:`~neuron_fabric.contract.facts.TopParams` fields among the runner's
     ``params`` (:func:`~neuron_fabric.sim.toolchain.bench_params`)."""
     params = bench_params()
     return TopParams(**{f.name: params[f.name] for f in fields(TopParams) if f.name in params})

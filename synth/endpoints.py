@@ -37,12 +37,12 @@ import re
 import statistics
 import sys
 
-from neuron_fabric.host.cli import ArgumentParser
-from neuron_fabric.host.facts import DATAPATH_MODULE, TOP_MODULE
+from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.facts import DATAPATH_MODULE, TOP_MODULE
 
-from . import blocks, flowlib
-from . import route
-from .flowlib import Config
+from neuron_fabric.synth import blocks, flowlib
+from neuron_fabric.synth import route
+from neuron_fabric.synth.flowlib import Config
 
 CLASSES = ["LUT4 -> FF (DI)", "LUT4 -> FF (M)", "wide LUT -> FF (M)", "FF -> FF",
            "clock enable", "set/reset", "other"]

@@ -18,10 +18,10 @@ import json
 import pathlib
 import sys
 
-from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser
 
-from . import flowlib
-from .flowlib import Config
+from neuron_fabric.synth import flowlib
+from neuron_fabric.synth.flowlib import Config
 
 COLUMNS = ["profile", "line_bits", "workers", "stages", "cells", "registers",
            "logic_cells", "levels", "levels_per_stage"]
@@ -60,7 +60,7 @@ def synthesize(config, vfile, script, version):
 
 
 def feature_configs():
-    from neuron_fabric.host.facts import FEATURES
+    from neuron_fabric.contract.facts import FEATURES
     sw = flowlib.settings()["sweep"]
     base = dict(line_bits=sw["stages_width"], workers=sw["workers"],
                 stages=sw["width_stages"])
@@ -68,7 +68,7 @@ def feature_configs():
 
 
 def feature_rows(rows_by_name):
-    from neuron_fabric.host.facts import FEATURES
+    from neuron_fabric.contract.facts import FEATURES
     sw = flowlib.settings()["sweep"]
     suffix = f"-L{sw['stages_width']}-W{sw['workers']}-S{sw['width_stages']}"
     full = rows_by_name[f"full{suffix}"]

@@ -12,11 +12,11 @@ import json
 import statistics
 import sys
 
-from neuron_fabric.host.facts import TOP_MODULE
+from neuron_fabric.contract.facts import TOP_MODULE
 
-from . import flowlib
-from . import ge as ge_model
-from . import sky130 as sky130_flow
+from neuron_fabric.synth import flowlib
+from neuron_fabric.synth import ge as ge_model
+from neuron_fabric.synth import sky130 as sky130_flow
 
 #: The paper's figures (section 10, Table 7, Fig. 8), 512 bits, five cycles.
 PAPER = {

@@ -25,11 +25,11 @@ import pathlib
 import statistics
 import sys
 
-from neuron_fabric.host.cli import ArgumentParser
-from neuron_fabric.host.facts import TOP_MODULE
+from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.facts import TOP_MODULE
 
-from . import blocks, flowlib
-from .flowlib import Config
+from neuron_fabric.synth import blocks, flowlib
+from neuron_fabric.synth.flowlib import Config
 
 SEED_COLUMNS = ["profile", "line_bits", "workers", "stages", "seed", "fmax_mhz",
                 "lut4", "ff", "comb_used", "ff_used", "module"]

@@ -21,12 +21,12 @@ import json
 import sys
 import time
 
-from neuron_fabric.host.cli import ArgumentParser
-from neuron_fabric.host.facts import DEFAULTS, TOP_MODULE
+from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
 
-from . import flowlib, generic, ge, route, sky130
-from .flowlib import Config
-from .report import PAPER
+from neuron_fabric.synth import flowlib, generic, ge, route, sky130
+from neuron_fabric.synth.flowlib import Config
+from neuron_fabric.synth.report import PAPER
 
 #: Headings of the summary's columns, by key.
 HEADINGS = {"paper": "ours, paper profile", "full": "ours, full profile",

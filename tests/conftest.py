@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from neuron_fabric.sim.toolchain import BUILD, VERILOG_CACHE
+from neuron_fabric.contract.paths import BUILD, VERILOG_CACHE
 
 
 def _export_datapath(line_bits, workers, stages, profile="full"):
@@ -15,7 +15,7 @@ def _export_datapath(line_bits, workers, stages, profile="full"):
     sources change), and the file is written atomically, so parallel test
     workers that export the same set never read a half-written file.
     """
-    from neuron_fabric.hdl.export import cached_verilog, datapath_verilog, write_verilog
+    from neuron_fabric.hdl.export.verilog import cached_verilog, datapath_verilog, write_verilog
     path = BUILD / "datapath" / f"L{line_bits}_W{workers}_S{stages}_{profile}" / \
         "neuron_fabric_datapath.v"
     text = cached_verilog(datapath_verilog, VERILOG_CACHE, line_bits=line_bits,
@@ -37,18 +37,18 @@ def export_datapath():
 #: first so that two xdist workers end together (the longest jobs first);
 #: the order changes only the suite's wall time, never what it checks.
 HEAVY_FIRST = (
-    "top/test_top_sim.py",
-    "top/test_conformance_top.py",
-    "top/test_hierarchy_rtl.py",
-    "top/test_train_rtl.py",
-    "top/test_top_formal.py",
+    "hdl/top/test_top_sim.py",
+    "hdl/top/test_conformance_top.py",
+    "hdl/top/test_hierarchy_rtl.py",
+    "hdl/top/test_train_rtl.py",
+    "hdl/top/test_top_formal.py",
     "sim/test_envelope_rtl.py",
-    "top/test_device_rtl.py",
-    "datapath/test_conformance_datapath.py",
-    "top/test_top_export.py",
-    "datapath/test_datapath_cocotb.py",
-    "datapath/test_export.py",
-    "datapath/test_datapath_formal.py",
+    "hdl/top/test_device_rtl.py",
+    "hdl/datapath/test_conformance_datapath.py",
+    "hdl/top/test_top_export.py",
+    "hdl/datapath/test_datapath_cocotb.py",
+    "hdl/datapath/test_export.py",
+    "hdl/datapath/test_datapath_formal.py",
 )
 
 

@@ -43,7 +43,7 @@ is a flip-flop (:func:`~.chains.skid_chain`); the paper profile's enables
 are ``out_ready | ~out_valid``.  Only the valid bits have a reset; data
 registers are reset-less.
 
-The core's ports are two streams; :class:`neuron_fabric.hdl.export.FlatDatapath`
+The core's ports are two streams; :class:`neuron_fabric.hdl.export.verilog.FlatDatapath`
 builds the same logic under the contract's flat port names for export.
 """
 
@@ -53,12 +53,12 @@ from amaranth import Cat, Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.host.facts import CORE_FEATURES, DatapathParams, Profile, PROFILES
+from neuron_fabric.contract.facts import CORE_FEATURES, DatapathParams, Profile, PROFILES
 
-from .pipeline import PLACEMENT, REPLICA_BITS, Geometry, Pipeline
-from .ports import InputLayout, LineIn, LineOut, OutputLayout
-from .steps_full import FullSteps
-from .steps_paper import PaperSteps
+from neuron_fabric.hdl.datapath.pipeline import PLACEMENT, REPLICA_BITS, Geometry, Pipeline
+from neuron_fabric.hdl.datapath.ports import InputLayout, LineIn, LineOut, OutputLayout
+from neuron_fabric.hdl.datapath.steps_full import FullSteps
+from neuron_fabric.hdl.datapath.steps_paper import PaperSteps
 
 __all__ = ["Datapath", "DatapathDesign", "InputLayout", "OutputLayout", "PLACEMENT",
            "REPLICA_BITS"]
@@ -140,11 +140,11 @@ class Datapath(wiring.Component):
         W, one of 4, 8, 16.
     stages : int
         Latency in cycles, 1..8.
-    profile : str or :class:`~neuron_fabric.host.facts.Profile`
+    profile : str or :class:`~neuron_fabric.contract.facts.Profile`
         ``"full"`` (all of contract section 2) or ``"paper"`` (identity,
         G-Binary, G-Ternary with the PATTERN gate, COUNT output), or any
         other :class:`Profile` (for feature-cost studies).  Only the
-        features of :data:`~neuron_fabric.host.facts.CORE_FEATURES` concern
+        features of :data:`~neuron_fabric.contract.facts.CORE_FEATURES` concern
         the core; every profile takes the PATTERN gate as ``gate_mask``.
     keep_copies : bool or None
         Mark the registers of every per-line control's copies ``keep``, so

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from amaranth import Const, Mux, Signal
 
-from .chains import plain_chain, skid_chain, skid_register
+from neuron_fabric.hdl.datapath.chains import plain_chain, skid_chain, skid_register
 
 __all__ = ["KEEP", "PLACEMENT", "REPLICA_BITS", "SPREAD_FANOUT", "Copies", "Gated", "Geometry",
            "Groups", "Pipeline", "StepSet"]

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from amaranth.lib import data
 
-from neuron_fabric.host.facts import FIELD_WIDTHS
+from neuron_fabric.contract.facts import FIELD_WIDTHS
 
-from .pipeline import Geometry, Groups
+from neuron_fabric.hdl.datapath.pipeline import Geometry, Groups
 
 __all__ = ["InputLayout", "OutputLayout", "LineIn", "LineOut"]
 
@@ -22,7 +22,7 @@ class InputLayout(data.StructLayout):
         Lane ``i`` is bits ``[i*W, (i+1)*W)``; bit ``k`` of a lane is worker
         ``k``'s sign.
     tag, mode, format, gate_kind, gate_threshold : unsigned
-        Widths from :data:`~neuron_fabric.host.facts.FIELD_WIDTHS`.
+        Widths from :data:`~neuron_fabric.contract.facts.FIELD_WIDTHS`.
     gate_mask : unsigned(lanes)
         The PATTERN gate, bit ``i`` = 1 keeps lane ``i``.
     """

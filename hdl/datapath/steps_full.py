@@ -29,10 +29,10 @@ from typing import Optional
 
 from amaranth import Cat, Const, Mux
 
-from neuron_fabric.host.facts import Format, GateKind, Mode
+from neuron_fabric.contract.facts import Format, GateKind, Mode
 
-from .pipeline import Copies, Groups, StepSet
-from .ports import LineIn, LineOut
+from neuron_fabric.hdl.datapath.pipeline import Copies, Groups, StepSet
+from neuron_fabric.hdl.datapath.ports import LineIn, LineOut
 
 __all__ = ["FullSteps", "IDENTITY", "chunk_sizes", "lane_value"]
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 from amaranth import Cat, Const, Mux
 
-from neuron_fabric.host.facts import Mode
+from neuron_fabric.contract.facts import Mode
 
-from .pipeline import Copies, Gated, Groups, StepSet
-from .ports import LineIn, LineOut
+from neuron_fabric.hdl.datapath.pipeline import Copies, Gated, Groups, StepSet
+from neuron_fabric.hdl.datapath.ports import LineIn, LineOut
 
 __all__ = ["PaperSteps"]
 

@@ -1,6 +1,4 @@
-"""Timing envelope of the low-bit datapath: a CXL memory-service model.
-
-``params`` names every parameter, ``model`` simulates a batch of reads,
-``scenarios`` defines the paper's experiments on it, ``commtime`` models
-one All-Reduce by path, and ``report`` writes the tables and plots.
-"""
+"""The timing envelope's benches: ``report`` writes its tables and plots
+(``make envelope``) from the analytic model in
+:mod:`neuron_fabric.models.envelope`, and ``rtl`` runs the exported top under
+Verilator against it (``make envelope-rtl``)."""

@@ -1,5 +1,5 @@
 import sys
 
-from .report import main
+from neuron_fabric.sim.envelope.report import main
 
 sys.exit(main())

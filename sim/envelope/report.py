@@ -11,10 +11,11 @@ import json
 import pathlib
 import time
 
-from neuron_fabric.host.facts import STAGES_RANGE
+from neuron_fabric.contract.facts import STAGES_RANGE
 
-from . import commtime, scenarios
-from .params import ANCHOR, TOP_FRONT_END_CYCLES, ServiceParams
+from neuron_fabric.models import commtime
+from neuron_fabric.models.envelope import scenarios
+from neuron_fabric.models.envelope.params import ANCHOR, TOP_FRONT_END_CYCLES, ServiceParams
 
 __all__ = ["build", "main"]
 
@@ -127,7 +128,7 @@ def closing_stages(compute):
     (line width and workers of the envelope's anchor).  See
     :func:`neuron_fabric.synth.ge.closing_stages`.
     """
-    from neuron_fabric.host.facts import PROFILES
+    from neuron_fabric.contract.facts import PROFILES
     from neuron_fabric.synth import ge
     return ge.closing_stages(sorted(PROFILES), ANCHOR.line_bytes * 8, ANCHOR.workers,
                              compute=compute)
@@ -351,9 +352,9 @@ def _markdown(r, t4, replay, bw, lat, fp, tele, comm, step_ms, closed):
 
     s.append(_rtl_section())
     s.append("## Fig. 7: one All-Reduce, by path\n")
-    s.append("Model and assumptions: `sim/envelope/commtime.py` (8 GPUs, 50 GB/s network per "
+    s.append("Model and assumptions: `models/commtime.py` (8 GPUs, 50 GB/s network per "
              "GPU, 5 us per ring step, 128 GiB/s CXL link, write-then-read through the "
-             "controller, bits per element from `neuron_fabric.host.traffic`, low-bit rows times "
+             "controller, bits per element from `neuron_fabric.models.traffic`, low-bit rows times "
              f"1 + our anchor exposure {_fmt(r['full_llc_miss_pct'])}%). Parameter counts: "
              + ", ".join(f"{m.name} {m.params:.3g}" + (f" (released checkpoint: {m.released})"
                                                       if m.released else "")
@@ -432,7 +433,7 @@ def _closed_section(r, closing):
 
 def _rtl_section():
     """The RTL-in-the-loop comparison, if ``make envelope-rtl`` has run."""
-    from ..toolchain import BUILD
+    from neuron_fabric.contract.paths import BUILD
     head = ("## RTL in the loop\n\n`make envelope-rtl` runs the exported top under Verilator "
             "behind a latency- and bandwidth-gated AXI memory with the same traffic shapes "
             "and compares it with this model in cycles (`envelope_rtl.md`).")

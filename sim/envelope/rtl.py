@@ -23,11 +23,12 @@ import pathlib
 import subprocess
 import sys
 
-from neuron_fabric.host.facts import TOP_MODULE
+from neuron_fabric.contract.facts import TOP_MODULE
 
-from ..toolchain import BUILD, VERILOG_CACHE, run_cocotb
-from .model import simulate
-from .params import GiB, MiB, ServiceParams
+from neuron_fabric.contract.paths import BUILD, VERILOG_CACHE
+from neuron_fabric.sim.toolchain import run_cocotb
+from neuron_fabric.models.envelope.model import simulate
+from neuron_fabric.models.envelope.params import GiB, MiB, ServiceParams
 
 __all__ = ["RtlConfig", "CONFIGS", "QUICK_CONFIGS", "TOLERANCE", "export_top",
            "model_for", "measure", "compare", "main"]
@@ -66,7 +67,7 @@ def export_top(out_dir, *args):
     (``args`` are passed on, e.g. ``"--line-bits", "64"``); return its path,
     or None (with the exporter's message) if it cannot."""
     out_dir = pathlib.Path(out_dir)
-    proc = subprocess.run([sys.executable, "-m", "neuron_fabric.hdl.export", "--out-dir",
+    proc = subprocess.run([sys.executable, "-m", "neuron_fabric.hdl.export.verilog", "--out-dir",
                            str(out_dir), "--cache", str(VERILOG_CACHE), *args],
                           capture_output=True, text=True)
     path = out_dir / f"{TOP}.v"

@@ -20,10 +20,10 @@ from neuron_fabric.host.control import (FP32, LOW_BIT_MODES, MODE_POLICY, Comman
                                         TraceRecord)
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.facts import Mode, TopParams
-from neuron_fabric.host.regmap import cfg_decode
+from neuron_fabric.contract.facts import Mode, TopParams
+from neuron_fabric.contract.regmap import cfg_decode
 from neuron_fabric.host.runtime import GradientRuntime
-from neuron_fabric.sim.envelope.params import GiB
+from neuron_fabric.models.envelope.params import GiB
 
 PARAMS = TopParams(line_bits=64, workers=8, regions=2)
 GROUPS = {"backbone": 1000, "head": 100}
@@ -342,7 +342,7 @@ def test_a_group_whose_region_cannot_be_released_still_runs_fp32_on_the_host():
 def test_pilot_report_and_plots_from_records(tmp_path):
     """The pilots' report and plots from hand-made records: the means over
     seeds in the tables, the paper's figures beside them, both PNGs written."""
-    from neuron_fabric.host import pilots
+    from neuron_fabric.experiments import pilots
 
     def record(acc, traffic, share, modes):
         return dict(low_bit_share=share, traffic_ratio=traffic, final_accuracy=acc,

@@ -11,10 +11,10 @@ import pytest
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device, PoisonError, Response
 from neuron_fabric.host.driver import BusError, Driver
-from neuron_fabric.host.facts import (DRS_MEMDATA, NDR_CMP, Format, GateKind, Mode, ReqOpcode,
-                                      RwdOpcode, TopParams)
-from neuron_fabric.host.regmap import (STATUS_BITS, VERSION_MAJOR, VERSION_MINOR, RegisterMap,
-                                      cfg_encode)
+from neuron_fabric.contract.facts import (DRS_MEMDATA, NDR_CMP, Format, GateKind, Mode, ReqOpcode,
+                                          RwdOpcode, TopParams)
+from neuron_fabric.contract.regmap import (STATUS_BITS, VERSION_MAJOR, VERSION_MINOR, RegisterMap,
+                                           cfg_encode)
 
 DEFAULT = TopParams()
 SMALL = TopParams(line_bits=64, workers=4, stages=2, regions=2, max_outstanding=4)

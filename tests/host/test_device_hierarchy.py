@@ -14,9 +14,9 @@ import pytest
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import CfgError, Driver
-from neuron_fabric.host.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand,
-                                      ReqOpcode, RwdOpcode, TopParams)
-from neuron_fabric.host.regmap import STATUS_BITS, cfg_decode, cfg_encode
+from neuron_fabric.contract.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand,
+                                          ReqOpcode, RwdOpcode, TopParams)
+from neuron_fabric.contract.regmap import STATUS_BITS, cfg_decode, cfg_encode
 
 PARAMS = TopParams()                                  # 512-bit lines, W 8
 HIERARCHY = PROFILES["full"]

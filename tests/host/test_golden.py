@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from neuron_fabric.host import golden
-from neuron_fabric.host.facts import Format, GateKind, Mode
-from neuron_fabric.host.traffic import (RESNET18_CIFAR100, TABLE6_PAPER, TABLE6_POLICIES,
-                                   packed_lines, round_half_up, traffic_ratio)
+from neuron_fabric.contract.facts import Format, GateKind, Mode
+from neuron_fabric.models.traffic import (RESNET18_CIFAR100, TABLE6_PAPER, TABLE6_POLICIES,
+                                          packed_lines, round_half_up, traffic_ratio)
 
 
 def one_lane_line(lanes_values, workers, line_bits=64):

@@ -10,7 +10,7 @@ import pytest
 
 from neuron_fabric.host import golden
 from neuron_fabric.host import hierarchy as hy
-from neuron_fabric.host.facts import Format, Mode, Operand
+from neuron_fabric.contract.facts import Format, Mode, Operand
 
 # -- a 2-hop hierarchy small enough to work by hand ------------------------------
 # W 4 workers per controller, fan-in 2, 2 hops: 16 workers, 4 controllers, 3
@@ -177,7 +177,7 @@ def test_rejects_bad_shapes():
 @pytest.mark.slow
 def test_report_smoke(tmp_path):
     import json
-    from neuron_fabric.host.train import hierarchy_report
+    from neuron_fabric.experiments.train import hierarchy_report
     paths = hierarchy_report.run_all(tmp_path, jobs=1, quick=True)
     names = {p.name for p in paths}
     assert {"hierarchy.json", "hierarchy.md", "hierarchy_disagreement.png",

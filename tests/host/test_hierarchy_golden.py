@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from neuron_fabric.host import golden
-from neuron_fabric.host.facts import Format, GateKind, Layout, Mode, Operand
+from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode, Operand
 
 WM, EM = Layout.WORKER_MAJOR, Layout.ELEMENT_MAJOR
 LOW_BIT_MODES = (Mode.GBINARY, Mode.GTERNARY)

@@ -11,11 +11,11 @@ import pytest
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.facts import Format, GateKind, Mode, TopParams
+from neuron_fabric.contract.facts import Format, GateKind, Mode, TopParams
 from neuron_fabric.host.runtime import (FP32, G_BINARY, G_BINARY_MARGIN, G_TERNARY,
                                         G_TERNARY_ROTATING,
                                         GradientRuntime, GroupPolicy, g_ternary_margin)
-from neuron_fabric.host.traffic import ParameterGroups, traffic_ratio
+from neuron_fabric.models.traffic import ParameterGroups, traffic_ratio
 
 
 def run(coro):

@@ -13,8 +13,8 @@ import pytest
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand,
-                                      TopParams)
+from neuron_fabric.contract.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand,
+                                          TopParams)
 from neuron_fabric.host.runtime import (G_BINARY, G_TERNARY, GradientRuntime, GroupPolicy,
                                         Hierarchy, g_ternary_margin, write_worker_major)
 

@@ -9,9 +9,10 @@ import math
 
 import pytest
 
-from neuron_fabric.sim.envelope import commtime, report
-from neuron_fabric.sim.envelope.model import ModeSwitch, overhead_pct, simulate
-from neuron_fabric.sim.envelope.params import ANCHOR, GiB, MiB, ServiceParams
+from neuron_fabric.models import commtime
+from neuron_fabric.sim.envelope import report
+from neuron_fabric.models.envelope.model import ModeSwitch, overhead_pct, simulate
+from neuron_fabric.models.envelope.params import ANCHOR, GiB, MiB, ServiceParams
 
 # The anchor in controller cycles, by hand: 200 ns and 20 ns at 2 GHz; the
 # 128 GiB/s link needs 64 B / 128 GiB/s = 0.93 cycles per line, less than

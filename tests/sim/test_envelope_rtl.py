@@ -14,9 +14,9 @@ fixture in two workers at once, building into the same folder."""
 
 import pytest
 
-from neuron_fabric.host.facts import DEFAULTS
+from neuron_fabric.contract.facts import DEFAULTS
 from neuron_fabric.sim.envelope import rtl
-from neuron_fabric.sim.toolchain import BUILD
+from neuron_fabric.contract.paths import BUILD
 
 pytestmark = pytest.mark.slow
 

@@ -1,0 +1,181 @@
+"""Aggregation policies: what each parameter group's update direction is.
+
+An *aggregation* turns one group's per-worker gradients into an update
+direction; a *policy* names one aggregation per group (backbone, head).
+Every low-bit aggregation runs through :class:`~neuron_fabric.host.runtime.GradientRuntime`
+and the device; the FP32 ones through the runtime's FP32 path.
+
+========================  ===============================================================
+aggregation               direction per element
+========================  ===============================================================
+``fp32``                  FP32 mean of the workers' gradients
+``gbinary``               G-Binary SIGN lane: the majority sign, 0 on a tie
+``gternary``              G-Ternary SIGN lane, 2-of-3 PATTERN gate (the paper's)
+``gternary-rotating``     as ``gternary``, the elements turned by one lane a step so that
+                          the gate does not zero the same third at every step (ours)
+``gternary-margin``       G-Ternary SIGN lane, MARGIN gate ``|a| >= T``
+                          (T = :data:`MARGIN_THRESHOLD` for W = 8: at least 6 of 8 agree)
+``signofmean``            sign of the FP32 mean (accuracy reference, FP32 traffic)
+``gbinary-margin``        G-Binary MARGIN lane divided by W: ``a / W`` (ours)
+========================  ===============================================================
+
+Each aggregation has a learning-rate grid; :mod:`.experiments` picks one
+value per task and aggregation on the validation split.  A split policy
+(one group low-bit, the other FP32) uses for each group the rate its
+aggregation was tuned to when applied to every group.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from neuron_fabric.host import runtime
+from neuron_fabric.experiments.train.models import GROUPS
+
+__all__ = ["Aggregation", "Policy", "AGGREGATIONS", "POLICIES", "MARGIN_THRESHOLD",
+           "margin_threshold", "TUNED_LR", "tuned_lr", "get_policy", "cosine"]
+
+
+def margin_threshold(workers):
+    """T of the ``gternary-margin`` gate: a lane is kept when at least
+    3/4 of the workers agree, ``|a| >= W / 2`` (T = 4 for W = 8)."""
+    return workers // 2
+
+
+#: T for the default W = 8.
+MARGIN_THRESHOLD = margin_threshold(8)
+
+_SIGN_GRID = (1e-4, 3e-4, 1e-3, 3e-3)
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """One group's aggregation.
+
+    Parameters
+    ----------
+    name : str
+    traffic : str
+        Representation in :data:`neuron_fabric.models.traffic.BITS_PER_ELEMENT`
+        (for the paper's accounting).
+    lr_grid : tuple of float
+        Learning rates tried on the validation split.
+    sign_of_mean : bool
+        Take the sign of the runtime's FP32 mean.
+    """
+    name: str
+    traffic: str
+    lr_grid: tuple
+    sign_of_mean: bool = False
+
+    def group_policy(self, workers):
+        """The runtime's :class:`~neuron_fabric.host.runtime.GroupPolicy` for ``workers``."""
+        if self.name == "gternary-margin":
+            return runtime.g_ternary_margin(margin_threshold(workers))
+        return _RUNTIME[self.name]
+
+    def finish(self, direction):
+        """The update direction from the runtime's output."""
+        return np.sign(direction) if self.sign_of_mean else direction
+
+
+_RUNTIME = {
+    "fp32": runtime.FP32,
+    "signofmean": runtime.FP32,
+    "gbinary": runtime.G_BINARY,
+    "gternary": runtime.G_TERNARY,
+    "gternary-rotating": runtime.G_TERNARY_ROTATING,
+    "gbinary-margin": runtime.G_BINARY_MARGIN,
+}
+
+AGGREGATIONS = {a.name: a for a in (
+    Aggregation("fp32", "fp32", (0.03, 0.1, 0.3, 1.0)),
+    Aggregation("gbinary", "gbinary", _SIGN_GRID),
+    Aggregation("gternary", "gternary", _SIGN_GRID),
+    Aggregation("gternary-rotating", "gternary", _SIGN_GRID),
+    Aggregation("gternary-margin", "gternary", _SIGN_GRID),
+    Aggregation("signofmean", "fp32", _SIGN_GRID, sign_of_mean=True),
+    Aggregation("gbinary-margin", "gbinary", (3e-4, 1e-3, 3e-3, 1e-2)),
+)}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A named choice of aggregation per parameter group."""
+    name: str
+    label: str
+    groups: dict
+
+    @property
+    def uniform(self):
+        """True when every group has the same aggregation."""
+        return len(set(self.groups.values())) == 1
+
+    def aggregation(self, group):
+        return AGGREGATIONS[self.groups[group]]
+
+    def traffic_policy(self):
+        """Group -> representation, as :func:`neuron_fabric.models.traffic.traffic_ratio` takes it."""
+        return {g: self.aggregation(g).traffic for g in GROUPS}
+
+
+def _uniform(name, label):
+    return Policy(name, label, {g: name for g in GROUPS})
+
+
+def _split(backbone, head, label):
+    return Policy(f"{backbone}-backbone+{head}-head", label,
+                  {"backbone": backbone, "head": head})
+
+
+POLICIES = {p.name: p for p in (
+    _uniform("fp32", "FP32"),
+    _uniform("gbinary", "G-Binary"),
+    _uniform("gternary", "G-Ternary (2-of-3 gate)"),
+    _uniform("gternary-rotating", "G-Ternary (2-of-3 gate, rotating)"),
+    _uniform("gternary-margin", "G-Ternary (margin gate)"),
+    _uniform("signofmean", "SignOfMean"),
+    _uniform("gbinary-margin", "G-Binary-MARGIN"),
+    _split("gbinary", "fp32", "G-Binary backbone + FP32 head"),
+    _split("gternary", "fp32", "G-Ternary backbone + FP32 head"),
+    _split("fp32", "gbinary", "FP32 backbone + G-Binary head"),
+    _split("fp32", "gternary", "FP32 backbone + G-Ternary head"),
+)}
+
+
+#: The rates ``make train`` chose on the validation split (``learning_rates``
+#: in ``training.json``), task -> aggregation -> rate: the command line's
+#: default.  Rerun ``make train`` and copy them here when the grids change.
+TUNED_LR = {
+    "digits": {"fp32": 0.03, "gbinary": 3e-4, "gternary": 3e-4, "gternary-rotating": 3e-4,
+               "gternary-margin": 3e-4,
+               "signofmean": 1e-3, "gbinary-margin": 3e-4},
+    "pairs": {"fp32": 0.1, "gbinary": 1e-3, "gternary": 3e-4, "gternary-rotating": 1e-3,
+              "gternary-margin": 1e-3,
+              "signofmean": 3e-4, "gbinary-margin": 3e-4},
+}
+
+
+def tuned_lr(task, aggregation):
+    """The rate ``make train`` chose for ``aggregation`` on ``task``."""
+    if task not in TUNED_LR:
+        raise ValueError(f"unknown task {task!r}; known: {sorted(TUNED_LR)}")
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"unknown aggregation {aggregation!r}; known: {sorted(AGGREGATIONS)}")
+    return TUNED_LR[task][aggregation]
+
+
+def get_policy(name):
+    """The policy called ``name``."""
+    if name not in POLICIES:
+        raise ValueError(f"unknown policy {name!r}; known: {list(POLICIES)}")
+    return POLICIES[name]
+
+
+def cosine(u, v):
+    """Cosine of the angle between vectors ``u`` and ``v`` (0 if either is zero)."""
+    u = np.asarray(u, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    # Element-wise sums rather than BLAS: no thread pool, same result on every machine.
+    norm = np.sqrt(np.sum(u * u) * np.sum(v * v))
+    return float(np.sum(u * v) / norm) if norm else 0.0

@@ -1,0 +1,113 @@
+"""The gate phase and mask steps of the request pipeline (``request.py``):
+from the residues of ``line - BASE`` to the PATTERN gate mask the read's
+in-flight entry holds (contract 4.3 and section 3 (v2)), seven registered
+steps on the pipeline's :class:`.pipe.Line` and an eighth for its caller:
+
+1. the phase candidate of every P (``phase.phase_candidates``);
+2. the phase chosen by ``P[:2]``; copies of P and K for the table;
+3. the phase, by ``P[2:]``; each table entry's ``u mod P`` (a LUT4 of P a
+   bit, beside each copy of P);
+4. copies of the phase, each placed by the slice of the table it shifts;
+   the table ``T[u] = (u mod P) < K`` (a 4-bit compare an entry);
+5-7. the table shifted by ``phase[0]``, ``2 * phase[1]``, ``4 * phase[2]``
+   (a 2:1 choice, one LUT4, per bit);
+8. (returned, for the caller's last stage) by ``8 * phase[3]``.
+
+P, K and the phase are read by every bit of a table of E + 15 entries, so
+each is taken as :data:`CONTROL_COPIES` registered copies, each serving a
+slice of the table.  Without ``gate_pattern_programmable`` the table is the
+constant of the paper's 2-of-3 gate (:data:`FIXED_PATTERN`); the phase is
+still formed with the register's P."""
+
+from amaranth import Cat
+from amaranth.lib import data
+
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, PROFILES, Operand
+from neuron_fabric.hdl.top.cfg import CfgLayout
+from neuron_fabric.hdl.top.phase import (MASK_STEPS, lane_residues, mask_choose, pattern_bits, pattern_table,
+                                         phase_candidates, phase_choose)
+from neuron_fabric.hdl.prims.pipe import copies, register
+
+__all__ = ["FIXED_PATTERN", "CONTROL_COPIES", "gate_mask_steps", "slices"]
+
+#: The fixed PATTERN gate of a build without ``gate_pattern_programmable``
+#: (the paper's 2-of-3 gate): P, K.
+FIXED_PATTERN = (3, 2)
+
+#: Registered copies of P, K's bits and the phase, each for a slice of the table.
+CONTROL_COPIES = 8
+
+
+def slices(value, n):
+    """``value`` cut into ``n`` slices (as equal as they come)."""
+    cuts = [len(value) * k // n for k in range(n + 1)]
+    return [value[lo:hi] for lo, hi in zip(cuts, cuts[1:]) if hi > lo]
+
+
+def _per_copy(build, selects):
+    """Each copy of a select drives its own slice: slice k of ``build(select
+    copy k)``."""
+    return Cat(*(slices(build(sel), len(selects))[k] for k, sel in enumerate(selects)))
+
+
+def gate_mask_steps(m, line, params, residues, low):
+    """Steps on ``line`` (whose fields hold ``cfg``), from ``residues``
+    (``{q: (line - BASE) mod q}`` for q in 3, 5, 7, 9, 11, 13) and ``low``
+    (``(line - BASE) mod 8``) at its last stage; returns the mask, formed
+    from the last stage's registers."""
+    p = params
+    programmable = PROFILES[p.profile].has("gate_pattern_programmable")
+
+    def cfg():
+        return data.View(CfgLayout, line.fields["cfg"])
+
+    counts = ((cfg().operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
+              if PROFILES[p.profile].has("hierarchy") else None)
+    # 1: every P's phase candidate
+    period = cfg().period
+    line.step()
+    cand = register(m, "gate_cand", phase_candidates(low, residues, p.lanes, counts))
+    pick = register(m, "gate_period_pick", period)
+    # 2: the phase chosen by P[:2]; copies of P and K for the table
+    table_period = copies(m, "gate_period_t", cfg().period, CONTROL_COPIES)
+    keep = copies(m, "gate_keep", cfg().keep, CONTROL_COPIES)
+    line.step()
+    half = register(m, "gate_phase_half", phase_choose(cand, pick, 0))
+    pick = register(m, "gate_period_pick2", pick)
+    # 3: the phase (one register); each table entry's u mod P, beside each
+    # copy of P
+    line.step()
+    phase = register(m, "gate_phase", phase_choose(half, pick, 1))
+    if programmable:
+        lanes = [register(m, f"gate_lane_res{k}", sl) for k, sl in enumerate(_per_copy_list(
+            lambda per: lane_residues(per, p.lanes), table_period))]
+        keep = [register(m, f"gate_keep_b{k}", kc) for k, kc in enumerate(keep)]
+    # 4: copies of the phase, each beside the slice of the table it shifts;
+    # the table, u mod P < K (a 4-bit compare an entry)
+    line.step()
+    shift = copies(m, "gate_phase_a", phase, CONTROL_COPIES)
+    if programmable:
+        table = register(m, "gate_table", Cat(*(pattern_bits(kc, sl)
+                                                for kc, sl in zip(keep, lanes))))
+    else:
+        table = pattern_table(*FIXED_PATTERN, p.lanes)
+    # 5..: the table shifted by the phase, a bit a step (the last returned);
+    # each step's copies of the phase taken from the last step's
+    for step in range(MASK_STEPS):
+        shifted = _per_copy(lambda ph: mask_choose(table, ph[step], p.lanes, step), shift)
+        if step == MASK_STEPS - 1:
+            return shifted
+        line.step()
+        table = register(m, f"gate_mask_step{step}", shifted)
+        shift = [register(m, f"gate_phase_s{step}_{k}", sh) for k, sh in enumerate(shift)]
+
+
+def _per_copy_list(build, selects):
+    """Each copy of a select builds its own share of a list: share k of
+    ``build(select copy k)``, for each k."""
+    out = []
+    for k, sel in enumerate(selects):
+        values = build(sel)
+        cuts = [len(values) * j // len(selects) for j in range(len(selects) + 1)]
+        out.append(values[cuts[k]:cuts[k + 1]])
+    return out

@@ -1,0 +1,185 @@
+"""The read response path: AXI R -> in-flight entry -> datapath core or the
+bypass route -> DRS arbiter -> S2M DRS.
+
+Stages::
+
+    R0  the R beat (registered without a clock enable); the entry's lookup
+    R1  the entry (the table's registered read port): BYPASS reads and read
+        errors take the bypass route, the others the core
+    R2  the core's input, every field a register (so the route to the
+        core, however far, is a hop from flip-flop to flip-flop), and the
+        bypass line
+    core (STAGES), then the core's line into the DRS arbiter's register;
+    the bypass line into the arbiter's register at R3
+    DRS: round robin between the core queue and the bypass queue
+        (:class:`.drs_arbiter.DrsArbiter`)
+
+Each route has one register between R2 and its queue (the core's after
+the core), so a low-bit read takes exactly STAGES cycles more than a
+BYPASS read (contract 4.3); both take two cycles more than with the core
+fed from R1 and written into its queue straight from its output.
+
+``r_ready`` is a register, high while every beat accepted and not yet sent
+on DRS fits in either queue; so the core's output is never refused (the
+core runs with ``out_ready`` high and never stalls) and no clock enable
+sits on the wide registers before the queues.
+"""
+
+from amaranth import Cat, Const, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, DRS_MEMDATA, Mode
+from neuron_fabric.hdl.top.bus import DrsLayout, OKAY
+from neuron_fabric.hdl.hierarchy.count_steps import LIMITS_BITS
+from neuron_fabric.hdl.prims.credit import credit_ready
+from neuron_fabric.hdl.datapath.pipeline import KEEP
+from neuron_fabric.hdl.top.drs_arbiter import DrsArbiter
+from neuron_fabric.hdl.top.inflight import response_members
+from neuron_fabric.hdl.top.request import ReadCfgLayout, ReadEntryLayout
+
+__all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
+
+#: Memories each of the two queues is cut into (each with its own addresses).
+QUEUE_SLICES = 8
+
+#: Groups of slices, each with its own copies of the queues' controls.
+QUEUE_GROUPS = 4
+
+
+def CoreInLayout(params):
+    """A line and its controls, as the datapath core takes them."""
+    return data.StructLayout({"data": params.line_bits, "tag": 16, "cfg": ReadCfgLayout(params),
+                              "mask": params.lanes})
+
+
+def CoreOutLayout(params):
+    return data.StructLayout({"data": params.line_bits, "tag": 16})
+
+
+def _BypassLayout(params):
+    return data.StructLayout({"data": params.line_bits, "tag": 16, "poison": 1})
+
+
+class ReadPath(wiring.Component):
+    """Turns AXI read data into DRS responses.
+
+    Parameters
+    ----------
+    params : TopParams
+    lookup_cycles : int
+        Cycles from a lookup to its entry (the in-flight table's; 1 or 2):
+        the beat waits as long beside the lookup (R1).
+
+    Members
+    -------
+    r_id, r_data, r_resp, r_valid, r_ready, lookup, devload, rd_err :
+        :func:`.inflight.response_members` of the R channel.
+    to_core : Out(stream.Signature(CoreInLayout(params)))
+        ``ready`` is not used: the core is always ready after reset when its
+        output is (contract section 3), and its output always is.
+    from_core : In(stream.Signature(CoreOutLayout(params)))
+    permute : Out(line_bits // 32), with the ``hierarchy`` feature
+        The hierarchy wrapper's permutation select for ``to_core``'s line
+        (the entry's ``permute``, :func:`.hierarchy.permutes` of its CFG as
+        the request pipeline formed it), one register per 32-bit group of
+        the line, each kept apart (:data:`.datapath.pipeline.KEEP`): the
+        wrapper's multiplexers are in front of the core's first registers,
+        so no net that selects them spans the line.
+    limits : Out(LIMITS_BITS), with the entry's ``limits``
+        The count unit's MARGIN-gate limits for ``to_core``'s line (the
+        entry's, formed by the request pipeline), a register at R2, so that
+        no carry chain sits between the read path and the count unit.
+    drs : Out(stream.Signature(DrsLayout(line_bits)))
+    """
+
+    def __init__(self, params, *, lookup_cycles=1):
+        if lookup_cycles not in (1, 2):
+            raise ValueError(f"lookup_cycles must be 1 or 2, not {lookup_cycles!r}")
+        self._params, self._lookup_cycles = params, lookup_cycles
+        members = ReadEntryLayout(params).members
+        self._hierarchy, self._limits = "permute" in members, "limits" in members
+        super().__init__({
+            **response_members(params, "r", ReadEntryLayout(params), "rd_err",
+                               data_bits=params.line_bits),
+            "to_core": Out(stream.Signature(CoreInLayout(params))),
+            "from_core": In(stream.Signature(CoreOutLayout(params))),
+            **({"permute": Out(params.line_bits // COUNT_LANE_BITS)} if self._hierarchy else {}),
+            **({"limits": Out(LIMITS_BITS)} if self._limits else {}),
+            "drs": Out(stream.Signature(DrsLayout(params.line_bits))),
+        })
+
+    @property
+    def depth(self):
+        """Beats between ``r_ready`` and DRS: the credit window, as small as
+        keeps a beat a cycle with DRS ready (the core's STAGES, the eight
+        cycles of the registers around it, of the queue and of the credit
+        seeing a line leave a cycle late; one more for a lookup of two)."""
+        return self._params.stages + 7 + self._lookup_cycles
+
+    def elaborate(self, platform):
+        m = Module()
+        p = self._params
+        drs = m.submodules.drs = DrsArbiter(_BypassLayout(p).size, self.depth,
+                                            slices=QUEUE_SLICES, groups=QUEUE_GROUPS)
+        drs_take = self.drs.valid & self.drs.ready
+        m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, drs_take,
+                                                 late_give=True, late_admit=True))
+        core_in, r2_bypass, r2_err = self._routes(m)
+        # the core's line and the bypass line, each registered once more in
+        # the arbiter
+        line = data.View(_BypassLayout(p), drs.data)
+        m.d.comb += [
+            self.from_core.ready.eq(1),
+            drs.core_valid.eq(self.from_core.valid),
+            drs.core_data.eq(Cat(self.from_core.payload.data, self.from_core.payload.tag,
+                                 Const(0, 1))),
+            drs.bypass_valid.eq(r2_bypass),
+            drs.bypass_data.eq(Cat(core_in.data, core_in.tag, r2_err)),
+            self.drs.valid.eq(drs.valid), drs.ready.eq(self.drs.ready),
+            self.drs.payload.data.eq(line.data), self.drs.payload.tag.eq(line.tag),
+            self.drs.payload.poison.eq(line.poison),
+            self.drs.payload.opcode.eq(DRS_MEMDATA),
+            self.drs.payload.devload.eq(self.devload),
+        ]
+        return m
+
+    def _routes(self, m):
+        """R0 (the beat; the lookup), R1 (the entry, ``lookup_cycles`` later),
+        R2 (the core's input and the bypass line).  Returns R2's line, whether it takes the bypass
+        route, and whether the memory answered with an error."""
+        p = self._params
+        r0_valid, r0_err = Signal(), Signal()
+        r0_id = Signal(p.id_bits)
+        r0_data = Signal(p.line_bits, reset_less=True)
+        m.d.sync += [r0_valid.eq(self.r_valid & self.r_ready), r0_id.eq(self.r_id),
+                     r0_data.eq(self.r_data), r0_err.eq(self.r_resp != OKAY)]
+        m.d.comb += [self.lookup.valid.eq(r0_valid), self.lookup.id.eq(r0_id),
+                     self.rd_err.eq(r0_valid & r0_err)]
+
+        r1_valid, r1_err, r1_data = r0_valid, r0_err, r0_data
+        for k in range(self._lookup_cycles):
+            valid, err = Signal(name=f"r1_valid{k}"), Signal(name=f"r1_err{k}")
+            line = Signal(p.line_bits, reset_less=True, name=f"r1_data{k}")
+            m.d.sync += [valid.eq(r1_valid), err.eq(r1_err), line.eq(r1_data)]
+            r1_valid, r1_err, r1_data = valid, err, line
+        entry = self.lookup.entry
+        bypass = (entry.cfg.mode == Mode.BYPASS) | r1_err
+
+        core_in = Signal(CoreInLayout(p), reset_less=True)
+        r2_core, r2_bypass = Signal(), Signal()
+        r2_err = Signal(reset_less=True)
+        m.d.sync += [r2_core.eq(r1_valid & ~bypass), r2_bypass.eq(r1_valid & bypass),
+                     core_in.data.eq(r1_data), core_in.tag.eq(entry.tag),
+                     core_in.cfg.eq(entry.cfg), core_in.mask.eq(entry.mask), r2_err.eq(r1_err)]
+        m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in)]
+        if self._hierarchy:
+            for g in range(len(self.permute)):
+                copy = Signal(name=f"r2_permute{g}", reset_less=True, attrs=KEEP)
+                m.d.sync += copy.eq(entry.permute)
+                m.d.comb += self.permute[g].eq(copy)
+        if self._limits:
+            limits = Signal(LIMITS_BITS, name="r2_limits", reset_less=True)
+            m.d.sync += limits.eq(entry.limits)
+            m.d.comb += self.limits.eq(limits)
+        return core_in, r2_bypass, r2_err

@@ -1,0 +1,93 @@
+"""What the request pipeline hands on: each request's class (:class:`Kind`,
+from its opcode), the classified request for issue, and what the
+in-flight table remembers of a read."""
+
+from amaranth import Signal
+from amaranth.lib import data
+
+from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
+from neuron_fabric.contract.regmap import HIERARCHY_CFG_FIELDS
+from neuron_fabric.hdl.top.cfg import CfgLayout
+from neuron_fabric.hdl.hierarchy.count_steps import LIMITS_BITS
+from neuron_fabric.hdl.hierarchy.unit import permutes
+
+__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "read_entry",
+           "classify", "answered_here"]
+
+
+class Kind:
+    """What the top does with a request: read the line, answer NDR Cmp,
+    answer NDR Cmp and flag UNSUPPORTED, or drop it (MemSpecRd).  (The two
+    that answer NDR Cmp share the high bit, so :func:`answered_here` is
+    that one bit after synthesis.)"""
+    READ, DROP, CMP, UNSUPPORTED = range(4)
+
+
+def ReadCfgLayout(params):
+    """CFG fields a read needs when its line returns: the core's inputs but
+    for the mask, which replaces P, K and the phase; and with the
+    ``hierarchy`` feature the layout, operand and total (contract section 5)."""
+    names = ("mode", "format", "gate_kind", "threshold")
+    if PROFILES[params.profile].has("hierarchy"):
+        names += HIERARCHY_CFG_FIELDS
+    return data.StructLayout({name: CfgLayout[name].shape for name in names})
+
+
+def RequestLayout(params):
+    """A classified request, as it leaves the pipeline for issue: what the AR
+    beat and the counters need (a read's in-flight entry is filled later)."""
+    return data.StructLayout({"kind": 2, "tag": 16,
+                              "addr": CXL_ADDR_BITS - params.offset_bits,
+                              "id": params.id_bits, "mode": CfgLayout["mode"].shape})
+
+
+def ReadEntryLayout(params):
+    """What the in-flight table remembers of a read; with the ``hierarchy``
+    feature also ``permute``, whether the line reaches the core
+    element-major (:func:`.hierarchy.permutes` of its CFG), and with
+    ``gate_margin`` too ``limits``, the count unit's MARGIN-gate limits
+    (:func:`.count_steps.margin_limits` of its CFG).  Both are formed when
+    the request is accepted, so that the read path copies them from
+    registers with no logic between."""
+    has = PROFILES[params.profile].has
+    extra = {"permute": 1} if has("hierarchy") else {}
+    if has("hierarchy") and has("gate_margin"):
+        extra["limits"] = LIMITS_BITS
+    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes,
+                              **extra})
+
+
+def read_entry(m, params, tag, cfg, mask, limits=None):
+    """A read's in-flight entry (:func:`ReadEntryLayout`) from its tag, CFG
+    (a :class:`.cfg.CfgLayout` view) and gate mask; where the layout has
+    them, ``permute`` from the CFG and ``limits`` as given."""
+    entry = Signal(ReadEntryLayout(params))
+    members = ReadEntryLayout(params).members
+    m.d.comb += [entry.tag.eq(tag), entry.mask.eq(mask),
+                 *(entry.cfg[name].eq(cfg[name]) for name, _ in ReadCfgLayout(params))]
+    if "permute" in members:
+        m.d.comb += entry.permute.eq(permutes(cfg))
+    if "limits" in members:
+        m.d.comb += entry.limits.eq(limits)
+    return entry
+
+
+def answered_here(kind):
+    """Whether a request of ``kind`` is answered with NDR Cmp by the top
+    itself, with no memory access (MemInv, MemInvNT and unsupported)."""
+    return (kind == Kind.CMP) | (kind == Kind.UNSUPPORTED)
+
+
+def classify(m, opcode):
+    """The :class:`Kind` of a request of ``opcode`` (contract 4.2)."""
+    kind = Signal(2)
+    with m.Switch(opcode):
+        with m.Case(ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA):
+            m.d.comb += kind.eq(Kind.READ)
+        with m.Case(ReqOpcode.MEM_INV, ReqOpcode.MEM_INV_NT):
+            m.d.comb += kind.eq(Kind.CMP)
+        with m.Case(ReqOpcode.MEM_SPEC_RD):
+            m.d.comb += kind.eq(Kind.DROP)
+        with m.Default():
+            m.d.comb += kind.eq(Kind.UNSUPPORTED)
+    return kind

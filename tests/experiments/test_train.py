@@ -1,0 +1,163 @@
+"""Training harness: tasks, model groups, G-Binary training equal to a plain
+numpy MajoritySignSGD bit for bit, determinism per seed, the command line,
+and a short version of the experiments through the report."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+from neuron_fabric.models.traffic import TABLE6_PAPER, round_half_up
+from neuron_fabric.experiments.train import experiments, harness, models, policies, report, tasks
+from neuron_fabric.experiments.train.__main__ import main as cli_main
+from neuron_fabric.experiments.train.harness import RunConfig, train
+
+SHORT = dict(steps=6, evals=2, diag_at=0.0, diag_steps=3)
+
+
+# -- tasks and model -------------------------------------------------------------------
+
+def test_digits_splits_are_fixed_per_seed_and_disjoint():
+    a, b, c = tasks.digits(0), tasks.digits(0), tasks.digits(1)
+    assert (len(a.y_train), len(a.y_val), len(a.y_test)) == (1077, 360, 360)
+    np.testing.assert_array_equal(a.x_test, b.x_test)
+    assert not np.array_equal(a.y_test, c.y_test)
+    train = {x.tobytes() for x in a.x_train}
+    # load_digits holds a few duplicate images; nearly every test image is unseen.
+    assert sum(x.tobytes() in train for x in a.x_test) <= 3
+
+
+def test_pairs_are_two_digits_of_the_same_split():
+    t, d = tasks.pairs(0), tasks.digits(0)
+    assert t.classes == 100 and t.image_shape == (8, 16)
+    assert np.bincount(t.y_train, minlength=100).min() == 100
+    for x_pairs, y_pairs, x_dig, y_dig in ((t.x_test, t.y_test, d.x_test, d.y_test),
+                                           (t.x_train, t.y_train, d.x_train, d.y_train)):
+        by_image = {x.tobytes(): y for x, y in zip(x_dig, y_dig)}
+        for x, y in zip(x_pairs[:200], y_pairs[:200]):
+            assert by_image[x[:, :8].tobytes()] == y // 10
+            assert by_image[x[:, 8:].tobytes()] == y % 10
+
+
+def test_model_groups_and_flattening():
+    params = models.init(0, (8, 16), 100)
+    sizes = models.group_sizes(params)
+    assert sizes["head"] == models.HIDDEN * 100 + 100
+    flat = models.Flattener(params)
+    vectors = flat.flatten(params)
+    assert {g: v.size for g, v in vectors.items()} == sizes
+    back = flat.unflatten(vectors)
+    for a, b in zip(jax.tree_util.tree_leaves(back), jax.tree_util.tree_leaves(params)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_every_policy_names_known_aggregations():
+    for p in policies.POLICIES.values():
+        assert set(p.groups) == set(models.GROUPS)
+        for g in models.GROUPS:
+            agg = p.aggregation(g)
+            assert agg.group_policy(8).low_bit == (agg.traffic != "fp32")
+            assert policies.tuned_lr("pairs", agg.name) in agg.lr_grid
+    assert policies.cosine([1, 0], [1, 1]) == pytest.approx(2 ** -0.5)
+    assert policies.cosine([0, 0], [1, 1]) == 0.0
+
+
+# -- G-Binary is MajoritySignSGD -------------------------------------------------------------
+
+def majority_sign_sgd(cfg):
+    """The same training loop in plain numpy aggregation: each worker's sign
+    bit (positive or not), the update is the sign of the vote margin."""
+    cfg = cfg.resolved()
+    task = tasks.load_task(cfg.task, cfg.seed)
+    worker_grads, update, init = harness.step_functions(task.image_shape, task.classes)
+    params = models.init(cfg.seed, task.image_shape, task.classes)
+    state = init(params)
+    batches = harness.batch_indices(len(task.y_train), cfg.workers * cfg.batch, cfg.seed)
+    for step in range(cfg.steps):
+        idx = next(batches)
+        _, grads = worker_grads(params, task.x_train[idx].reshape(cfg.workers, cfg.batch, 8, 8),
+                                task.y_train[idx].reshape(cfg.workers, cfg.batch))
+        directions = {}
+        for g, v in grads.items():
+            votes = (np.asarray(v) > 0).sum(axis=0)
+            directions[g] = np.sign(2 * votes - cfg.workers).astype(np.float32)
+        factor = harness.lr_factor(step, cfg.steps)
+        params, state = update(params, state, directions,
+                               {g: np.float32(cfg.lr[g] * factor) for g in models.GROUPS})
+    return params
+
+
+def test_g_binary_training_is_majority_sign_sgd_bit_for_bit():
+    cfg = RunConfig("digits", "gbinary", {"backbone": 1e-3, "head": 1e-3}, seed=3, **SHORT)
+    ours = train(cfg, progress=False, keep_params=True)["params"]
+    ref = majority_sign_sgd(cfg)
+    for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(ref)):
+        assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def test_runs_are_deterministic_per_seed():
+    lr = {"backbone": 1e-3, "head": 0.1}
+    cfg = RunConfig("pairs", "gternary-backbone+fp32-head", lr, seed=1, **SHORT)
+    first, again = train(cfg, progress=False), train(cfg, progress=False)
+    other = train(RunConfig("pairs", "gternary-backbone+fp32-head", lr, seed=2, **SHORT),
+                  progress=False)
+    assert json.dumps(first, sort_keys=True) == json.dumps(again, sort_keys=True)
+    assert first["curve"] != other["curve"]
+    assert 0 < first["diagnostics"]["backbone"] < 1
+    assert first["diagnostics"]["head"] == pytest.approx(1.0)
+    assert first["traffic"]["head"]["payload_ratio"] == 1.0
+
+
+# -- command line --------------------------------------------------------------------------
+
+def test_command_line(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert cli_main(["--task", "digits", "--policy", "gbinary-margin", "--seeds", "0",
+                     "--steps", "3", "--out", str(out), "--no-progress"]) == 0
+    result = json.loads(out.read_text())
+    assert result[0]["config"]["lr"]["head"] == policies.tuned_lr("digits", "gbinary-margin")
+    assert "G-Binary-MARGIN seed 0: test" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--task", "cifar", "--policy", "fp32"], "invalid choice: 'cifar'"),
+    (["--task", "digits", "--policy", "fp32", "--steps", "0"], "--steps must be at least 1, not 0"),
+    (["--task", "digits", "--policy", "fp32", "--lr", "-1"], "--lr must be positive"),
+])
+def test_command_line_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as err:
+        cli_main(argv)
+    assert err.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+# -- the experiments, short ----------------------------------------------------------------
+
+def test_short_experiments_through_the_report(tmp_path):
+    rates = {t: {a: agg.lr_grid[1] for a, agg in policies.AGGREGATIONS.items()}
+             for t in experiments.TASKS}
+    configs = experiments.plan(rates, seeds=(0, 1), quick=True)
+    names = {(c["task"], c["policy"]) for c in configs}
+    assert len(names) == 2 * len(experiments.UNIFORM) + 4
+    runs = [train(RunConfig(**{**c, **SHORT}), progress=False)
+            for c in configs if c["seed"] == 0 or c["policy"] in ("fp32", "gbinary")]
+    runs += [dict(r, config=dict(r["config"], seed=1)) for r in runs
+             if r["config"]["policy"] not in ("fp32", "gbinary")]
+    paths = report.write(tmp_path, runs=runs, rates=rates, trials=[], seeds=(0, 1), quick=True,
+                         wall_seconds=1.0, jobs=1)
+    assert all(p.exists() for p in paths)
+    data = json.loads((tmp_path / "training.json").read_text())
+    exps = data["experiments"]
+    assert set(exps["boundary"]["policies"]) == set(experiments.UNIFORM)
+    for row in exps["admission"]["policies"].values():
+        assert round_half_up(row["resnet18_traffic_ratio"]) == row["paper_traffic_ratio"]
+        assert {"accuracy_mean", "accuracy_std", "traffic_ratio"} <= set(row)
+    assert sorted(round_half_up(r["resnet18_traffic_ratio"])
+                  for r in exps["admission"]["policies"].values()) == sorted(TABLE6_PAPER.values())
+    gb = exps["boundary"]["policies"]["gbinary"]
+    assert gb["traffic_ratio"] == pytest.approx(1 / 32, rel=0.01)
+    assert len(gb["accuracies"]) == 2
+    assert set(exps["diagnostics"]["pairs"]["gternary"]) >= {"global", "backbone", "head", "paper"}
+    text = (tmp_path / "training.md").read_text()
+    assert "| G-Binary backbone + FP32 head | 73.11 ± 0.11 |" in text
