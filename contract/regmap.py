@@ -10,10 +10,22 @@ counters and region registers are arrays, and region registers exist only for
 ``r < REGIONS``.
 """
 
-from dataclasses import dataclass, field as dc_field
+import argparse
+import pathlib
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 
-from neuron_fabric.contract.facts import (CXL_ADDR_BITS, Format, GateKind, Layout, Mode, Operand, TopParams,
-                                          check_range, count_geometry)
+from neuron_fabric.contract.facts import (
+    CXL_ADDR_BITS,
+    Format,
+    GateKind,
+    Layout,
+    Mode,
+    Operand,
+    TopParams,
+    check_range,
+    count_geometry,
+)
 
 __all__ = [
     "Field", "Register", "RegisterMap", "CFG_FIELDS", "HIERARCHY_CFG_FIELDS", "STATUS_BITS",
@@ -325,8 +337,6 @@ def markdown(params=None):
 
 
 def main(argv=None):
-    import argparse
-    import pathlib
     ap = argparse.ArgumentParser(prog="python -m neuron_fabric.contract.regmap",
                                  description="Write the Markdown register table.")
     ap.add_argument("out", nargs="+", help="output file(s)")

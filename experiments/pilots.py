@@ -32,19 +32,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from neuron_fabric.host import golden
 from neuron_fabric.contract.cli import ArgumentParser
-from neuron_fabric.host.control import (FP32, LOW_BIT_MODES, MODE_POLICY, Commander, CommanderConfig,
-                                        ControlPlane, Predictor, Supervisor, SupervisorConfig, TraceRecord)
-from neuron_fabric.host.device import Device
-from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import TopParams
-from neuron_fabric.host.runtime import GradientRuntime
 from neuron_fabric.experiments.train import models
 from neuron_fabric.experiments.train.harness import batch_indices, lr_factor, step_functions
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.experiments.train.policies import cosine
 from neuron_fabric.experiments.train.tasks import load_task
+from neuron_fabric.host import golden
+from neuron_fabric.host.control import (
+    FP32,
+    LOW_BIT_MODES,
+    MODE_POLICY,
+    Commander,
+    CommanderConfig,
+    ControlPlane,
+    Predictor,
+    Supervisor,
+    SupervisorConfig,
+    TraceRecord,
+)
+from neuron_fabric.host.device import Device
+from neuron_fabric.host.driver import Driver
+from neuron_fabric.host.runtime import GradientRuntime
 
 __all__ = ["Degradation", "LoopConfig", "DEGRADATION", "LR", "PILOT_COMMANDER", "RTL_CONFIG", "loop_config_to_json",
            "loop_config_from_json", "PAPER", "train_loop", "run_on_model",
@@ -320,7 +330,7 @@ def _pilot_runs(quick):
 
 def run_pilots(quick=False, progress=True):
     """Every pilot; returns ``{pilot: {trace: {seed: summary}}}``."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # deferred: tqdm (train extra)
     runs = _pilot_runs(quick)
     out = {}
     bar = tqdm(total=sum(c.steps for *_, c in runs), desc="pilots", disable=not progress,
@@ -400,9 +410,9 @@ def report(results):
 def plot_recovery(results, path):
     """Per-epoch trace of each recovery trace (seed 0): loss per step, test
     accuracy, and each group's low-bit steps shaded."""
-    import matplotlib
+    import matplotlib  # deferred: matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib
     traces = results["recovery"]
     fig, axes = plt.subplots(len(traces), 1, figsize=(8, 2.2 * len(traces)), sharex=True)
     colours = {"gbinary": "tab:orange", "gternary": "tab:green"}
@@ -438,9 +448,9 @@ def plot_ladder_and_late(results, path):
     """Two panels: accuracy against traffic for the live ladder and the fixed
     splits (hard task), and accuracy and traffic against the delay k of a
     late mode update (easy task); mean and std over seeds."""
-    import matplotlib
+    import matplotlib  # deferred: matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for trace, per_seed in results.get("ladder", {}).items():
         acc, std = _stats(per_seed, "final_accuracy")

@@ -33,7 +33,7 @@ import math
 
 from neuron_fabric.models.commtime import CommParams
 
-__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "partial_bits", "TIMED",
+__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "count_bits", "partial_bits", "TIMED",
            "result_bits", "ring", "tree"]
 
 #: Coordinates per group (one 8-bit scale) and per super-group (one 16-bit scale).
@@ -46,7 +46,8 @@ META_BITS = 8 / GROUP + 16 / SUPERGROUP
 SCHEMES = ("exact", "mom", "mom-ternary", "dq-sign", "dq-grad", "signofmean")
 
 
-def _count_bits(maximum):
+def count_bits(maximum):
+    """Bits of an exact count of at most ``maximum``."""
     return math.ceil(math.log2(maximum + 1))
 
 
@@ -64,7 +65,7 @@ def partial_bits(scheme, members, bits=4):
         return 1.0, 0.0
     if scheme == "mom-ternary":
         return math.log2(3), 0.0
-    return float(_count_bits(members)), 0.0        # exact
+    return float(count_bits(members)), 0.0        # exact
 
 
 #: Schemes timed, as :func:`partial_bits` names them (dq-sign and dq-grad

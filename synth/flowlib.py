@@ -22,8 +22,9 @@ import time
 import tomllib
 from dataclasses import asdict, dataclass
 
-from neuron_fabric.contract.facts import DATAPATH_MODULE, TOP_MODULE
+from neuron_fabric.contract.facts import DATAPATH_MODULE, DEFAULTS, PROFILES, TOP_MODULE
 from neuron_fabric.contract.paths import BUILD, CACHE, CONSTRAINTS, REPORTS, VERILOG_CACHE
+from neuron_fabric.hdl.export.verilog import cached_verilog, datapath_verilog, top_verilog
 
 SETTINGS_FILE = CONSTRAINTS / "flow.toml"
 TOP = DATAPATH_MODULE
@@ -89,7 +90,6 @@ def sweep_configs(profiles=None):
 def top_configs(profiles=None):
     """The top at the default configuration in each of ``flow.toml``'s
     ``top_profiles`` (those also in ``profiles``, when given)."""
-    from neuron_fabric.contract.facts import DEFAULTS
     sw = settings()["sweep"]
     return [Config(p, DEFAULTS["line_bits"], DEFAULTS["workers"], DEFAULTS["stages"],
                    TOP_MODULE)
@@ -98,7 +98,6 @@ def top_configs(profiles=None):
 
 def resolve_profile(name):
     """A profile name: ``full``, ``paper`` or ``full-no-<feature>``."""
-    from neuron_fabric.contract.facts import PROFILES
     if name in PROFILES:
         return PROFILES[name]
     base, sep, feature = name.partition("-no-")
@@ -110,7 +109,6 @@ def resolve_profile(name):
 def verilog(config):
     """Verilog text of the datapath core or the top for ``config``."""
     # The exporter's own text, so the flow builds what a user gets.
-    from neuron_fabric.hdl.export.verilog import cached_verilog, datapath_verilog, top_verilog
     if config.is_top:
         return cached_verilog(top_verilog, VERILOG_CACHE, line_bits=config.line_bits,
                               workers=config.workers, stages=config.stages,

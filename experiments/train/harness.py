@@ -25,14 +25,14 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from neuron_fabric.host.device import Device
-from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import TopParams
-from neuron_fabric.host.runtime import GradientRuntime
 from neuron_fabric.experiments.train import models
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.experiments.train.policies import cosine, get_policy
 from neuron_fabric.experiments.train.tasks import load_task
+from neuron_fabric.host.device import Device
+from neuron_fabric.host.driver import Driver
+from neuron_fabric.host.runtime import GradientRuntime
 
 __all__ = ["RunConfig", "TASK_DEFAULTS", "MOMENTUM", "step_functions", "batch_indices",
            "lr_factor", "train"]
@@ -213,7 +213,7 @@ async def _run(cfg, progress, keep_params):
 
 
 def _progress(cfg, enabled):
-    from tqdm import tqdm
+    from tqdm import tqdm  # deferred: tqdm (train extra)
     return tqdm(total=cfg.steps, desc=f"{cfg.task}/{cfg.policy}/s{cfg.seed}",
                 disable=not enabled, leave=False, mininterval=0.5)
 

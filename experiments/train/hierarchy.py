@@ -38,11 +38,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from neuron_fabric.host.hierarchy import Hierarchy, aggregate, contract_vote, cosine
 from neuron_fabric.experiments.train import models
-from neuron_fabric.experiments.train.harness import batch_indices, lr_factor, step_functions
+from neuron_fabric.experiments.train.harness import (
+    TASK_DEFAULTS,
+    batch_indices,
+    lr_factor,
+    step_functions,
+)
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.experiments.train.tasks import load_task
+from neuron_fabric.host.hierarchy import Hierarchy, aggregate, contract_vote, cosine
 
 __all__ = ["TRAIN_SCHEMES", "LR_GRIDS", "HIERARCHY", "DQ_BITS", "HopRun", "direction", "train"]
 
@@ -84,7 +89,6 @@ class HopRun:
     diag_steps: int = 20
 
     def resolved(self):
-        from neuron_fabric.experiments.train.harness import TASK_DEFAULTS
         return HopRun(**{**asdict(self), "steps": self.steps or TASK_DEFAULTS[self.task]["steps"]})
 
 

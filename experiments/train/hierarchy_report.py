@@ -32,16 +32,18 @@ contract operand of each hop), ``timing`` (``ring`` and ``tree`` rows),
 """
 
 import json
+import multiprocessing
 import pathlib
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
-import multiprocessing
 
 import numpy as np
 
 from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.experiments.train.tasks import load_task
 from neuron_fabric.host import hierarchy as hy
+from neuron_fabric.models import multihop
 
 __all__ = ["CONFIGS", "REAL_POOL", "study", "timing", "train_all", "run_all", "main"]
 
@@ -90,10 +92,14 @@ def real_pool(workers, steps, seed=0):
     """Per-worker gradients ``(workers, n)`` at the parameters of a
     ``steps``-step FP32 harness run on ``digits`` (W 8, the tuned FP32 rate),
     each worker on ``REAL_BATCH`` training examples."""
-    from neuron_fabric.experiments.train.harness import RunConfig, batch_indices, step_functions, train
-    from neuron_fabric.experiments.train.models import GROUPS
-    from neuron_fabric.experiments.train.policies import tuned_lr
-    from neuron_fabric.experiments.train.tasks import load_task
+    from neuron_fabric.experiments.train.harness import (  # deferred: JAX
+        RunConfig,
+        batch_indices,
+        step_functions,
+        train,
+    )
+    from neuron_fabric.experiments.train.models import GROUPS  # deferred: JAX
+    from neuron_fabric.experiments.train.policies import tuned_lr  # deferred: JAX
     lr = tuned_lr(TASK, "fp32")
     run = train(RunConfig(TASK, "fp32", {g: lr for g in GROUPS}, seed=seed, steps=steps,
                           evals=1), progress=False, keep_params=True)
@@ -156,7 +162,6 @@ def study(configs, pool, synth_cap=None):
 
 def timing(n=TIME_N, workers=TIME_W, rings=RING_N, trees=TREES):
     """Ring and tree All-Reduce time and traffic per scheme."""
-    from neuron_fabric.models import multihop
     ring = [dict(scheme=s, controllers=c, seconds=r["seconds"],
                  bytes_per_controller=r["bytes_per_controller"],
                  bits_per_step=[x["bits_per_coord"] for x in r["steps"]])
@@ -174,7 +179,10 @@ def timing(n=TIME_N, workers=TIME_W, rings=RING_N, trees=TREES):
 # -- training ----------------------------------------------------------------------
 
 def _job(run):
-    from neuron_fabric.experiments.train.hierarchy import HopRun, train
+    from neuron_fabric.experiments.train.hierarchy import (  # deferred: JAX
+        HopRun,
+        train,
+    )
     return train(HopRun(**run))
 
 
@@ -192,7 +200,7 @@ def _run_jobs(runs, jobs, what):
         for k, run in enumerate(runs, 1):
             done(k, k - 1, _job(run))
         return results
-    from neuron_fabric.experiments.train.experiments import _single_thread_env
+    from neuron_fabric.experiments.train.experiments import _single_thread_env  # deferred: JAX
     _single_thread_env()
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
@@ -205,7 +213,11 @@ def _run_jobs(runs, jobs, what):
 def train_all(jobs=2, quick=False):
     """Every setting of :data:`SETTINGS`: rates on the validation split, then
     every scheme on every seed.  Returns a list, one dict per setting."""
-    from neuron_fabric.experiments.train.hierarchy import LR_GRIDS, TRAIN_SCHEMES, HopRun
+    from neuron_fabric.experiments.train.hierarchy import (  # deferred: JAX
+        LR_GRIDS,
+        TRAIN_SCHEMES,
+        HopRun,
+    )
     seeds = SEEDS[:1] if quick else SEEDS
     grids = {s: LR_GRIDS[s][1:2] if quick else LR_GRIDS[s] for s in TRAIN_SCHEMES}
     out = []
@@ -344,9 +356,9 @@ def _save(plt, fig, ax, path):
 
 
 def _plots(out, result):
-    import matplotlib
+    import matplotlib  # deferred: matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib
     paths = []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, source in zip(axes, ("real", "synthetic")):

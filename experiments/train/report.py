@@ -22,10 +22,18 @@ import pathlib
 
 import numpy as np
 
-from neuron_fabric.models.traffic import (RESNET18_CIFAR100, TABLE6_PAPER, TABLE6_POLICIES, ParameterGroups,
-                                          round_half_up, traffic_ratio)
+from neuron_fabric.experiments.train.catalogue import EXPERIMENTS
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.experiments.train.policies import AGGREGATIONS, POLICIES
+from neuron_fabric.experiments.train.tasks import load_task
+from neuron_fabric.models.traffic import (
+    RESNET18_CIFAR100,
+    TABLE6_PAPER,
+    TABLE6_POLICIES,
+    ParameterGroups,
+    round_half_up,
+    traffic_ratio,
+)
 
 __all__ = ["TABLE5_PAPER", "TABLE6_ACCURACY_PAPER", "summarize", "write"]
 
@@ -106,7 +114,6 @@ def summarize(runs, experiments):
 
 
 def _setup(runs):
-    from neuron_fabric.experiments.train.tasks import load_task
     setup = {}
     for r in runs:
         c = r["config"]
@@ -232,9 +239,9 @@ def markdown(data):
 # -- plots ------------------------------------------------------------------------
 
 def _curves(path, runs, task, policies, title):
-    import matplotlib
+    import matplotlib  # deferred: matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for p in policies:
         mine = _runs_of(runs, task, p)
@@ -254,9 +261,9 @@ def _curves(path, runs, task, policies, title):
 
 
 def _admission_plot(path, exp):
-    import matplotlib
+    import matplotlib  # deferred: matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for p, r in exp["policies"].items():
         ax.errorbar(r["traffic_ratio"], r["accuracy_mean"], yerr=r["accuracy_std"], fmt="o",
@@ -274,7 +281,6 @@ def _admission_plot(path, exp):
 
 def write(out, *, runs, rates, trials, seeds, quick, wall_seconds, jobs):
     """Write ``training.json``, ``training.md`` and the plots into ``out``; return the paths."""
-    from neuron_fabric.experiments.train.experiments import EXPERIMENTS
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     data = dict(quick=quick, seeds=list(seeds), jobs=jobs, wall_seconds=wall_seconds,

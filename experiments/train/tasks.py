@@ -41,8 +41,8 @@ class Task:
 
 def _split_digits(seed):
     """Stratified train / validation / test split of the digit images."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
+    from sklearn.datasets import load_digits  # deferred: scikit-learn (train extra)
+    from sklearn.model_selection import train_test_split  # deferred: scikit-learn (train extra)
 
     data = load_digits()
     x = (data.images / 16.0).astype(np.float32)

@@ -62,7 +62,7 @@ def lane_value(fmt, c, workers):
 
 
 @dataclass(frozen=True)
-class AfterA:
+class FullAfterA:
     tag: object
     code: Copies                        # the format, or IDENTITY
     code_inv: Copies                    # ~code, for half of each group's lanes
@@ -75,7 +75,7 @@ class AfterA:
 
 
 @dataclass(frozen=True)
-class AfterB:
+class FullAfterB:
     tag: object
     code: Copies
     code_inv: Copies
@@ -88,7 +88,7 @@ class AfterB:
 
 
 @dataclass(frozen=True)
-class AfterC:
+class FullAfterC:
     tag: object
     gated_half: Copies                  # a gated lane reads W/2 (COUNT format)
     data: Groups                        # output lanes before gating
@@ -121,7 +121,7 @@ class FullSteps(StepSet):
     def _feature_bits(self):
         return self._geo.count_bits + 1 + self._distances
 
-    def chunk_counts(self, line: LineIn) -> AfterA:
+    def chunk_counts(self, line: LineIn) -> FullAfterA:
         has = self._profile.has
         groups = self._geo.groups
         ternary = self._wire(line.mode == Mode.GTERNARY)
@@ -150,7 +150,7 @@ class FullSteps(StepSet):
                                             self._chunks, self._chunk_bits)))
             for data in line.data)
         code = self._wire(code)
-        return AfterA(tag=line.tag, code=Copies.spread(code, groups),
+        return FullAfterA(tag=line.tag, code=Copies.spread(code, groups),
                       code_inv=Copies.spread(self._wire(~code), groups),
                       pattern_on=Copies.spread(pattern_on, groups), margin_on=margin_on,
                       limit_at_least=limit_at_least, data=line.data, mask=line.mask,
@@ -169,7 +169,7 @@ class FullSteps(StepSet):
                      .bit_select(threshold, 1)
                      for k in range(1, self._geo.workers // 2 + 2)))
 
-    def features(self, line: AfterA) -> AfterB:
+    def features(self, line: FullAfterA) -> FullAfterB:
         h = self._geo.workers // 2
         per_lane = sum(self._chunk_bits)
         feats = []
@@ -185,12 +185,12 @@ class FullSteps(StepSet):
                 fs.append(c < h)
                 fs.extend((c == h + k) | (c == h - k) for k in range(self._distances))
             feats.append(Cat(*fs))
-        return AfterB(tag=line.tag, code=line.code, code_inv=line.code_inv,
+        return FullAfterB(tag=line.tag, code=line.code, code_inv=line.code_inv,
                       pattern_on=line.pattern_on,
                       margin_on=line.margin_on, limit_at_least=line.limit_at_least,
                       data=line.data, mask=line.mask, feature=Groups(feats))
 
-    def format_and_drops(self, line: AfterB) -> AfterC:
+    def format_and_drops(self, line: FullAfterB) -> FullAfterC:
         w, cw = self._geo.workers, self._geo.count_bits
         values, drops = [], []
         for g, (feats, data, mask) in enumerate(zip(line.feature, line.data, line.mask)):
@@ -206,7 +206,7 @@ class FullSteps(StepSet):
                 zs.append(Cat(*self._drops(line, g, mask[i], f[cw + 1:])))
             values.append(Cat(*ts))
             drops.append(Cat(*zs))
-        return AfterC(tag=line.tag, gated_half=Copies(code == Format.COUNT for code in line.code),
+        return FullAfterC(tag=line.tag, gated_half=Copies(code == Format.COUNT for code in line.code),
                       data=Groups(values), drop=Groups(drops))
 
     @property
@@ -264,7 +264,7 @@ class FullSteps(StepSet):
             entries |= value << key
         return Const(entries, 1 << (len(chosen) + 3)).bit_select(Cat(*index), 1)
 
-    def output(self, line: AfterC) -> LineOut:
+    def output(self, line: FullAfterC) -> LineOut:
         return LineOut(tag=line.tag, data=Groups(
             self._output_group(*args) for args in zip(line.data, line.drop, line.gated_half)))
 

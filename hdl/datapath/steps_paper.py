@@ -85,7 +85,7 @@ def _flatten(columns):
 
 
 @dataclass(frozen=True)
-class AfterA:
+class PaperAfterA:
     tag: object
     xform: Copies           # the line is transformed (G-Binary or G-Ternary)
     pattern_on: object      # G-Ternary: the PATTERN gate applies
@@ -95,7 +95,7 @@ class AfterA:
 
 
 @dataclass(frozen=True)
-class AfterB:
+class PaperAfterB:
     tag: object
     xform: Copies
     pattern_on: Copies
@@ -105,7 +105,7 @@ class AfterB:
 
 
 @dataclass(frozen=True)
-class AfterC:
+class PaperAfterC:
     tag: object
     xform: Copies
     pattern_on: Copies
@@ -121,7 +121,7 @@ class PaperSteps(StepSet):
     def steps(self):
         return (self.decode, self.layers, self.count, self.output)
 
-    def decode(self, line: LineIn) -> AfterA:
+    def decode(self, line: LineIn) -> PaperAfterA:
         w = self._geo.workers
         ternary = self._wire(line.mode == Mode.GTERNARY)
         layer = Groups(
@@ -129,10 +129,10 @@ class PaperSteps(StepSet):
                   for lane in self._lanes(data, w)))
             for data in line.data)
         # Whether the gate applies travels apart from the lanes' mask bits.
-        return AfterA(tag=line.tag, xform=Copies.spread(line.mode[1], self._geo.groups),
+        return PaperAfterA(tag=line.tag, xform=Copies.spread(line.mode[1], self._geo.groups),
                       pattern_on=ternary, data=line.data, mask=line.mask, layer=layer)
 
-    def layers(self, line: AfterA) -> AfterB:
+    def layers(self, line: PaperAfterA) -> PaperAfterB:
         shape = layer_shape(self._geo.workers, 1)
         partials = []
         for layer in line.layer:
@@ -143,21 +143,21 @@ class PaperSteps(StepSet):
                     columns = compress_layer(self._wire, columns)
                 ps.append(_flatten(columns))
             partials.append(Cat(*ps))
-        return AfterB(tag=line.tag, xform=line.xform,
+        return PaperAfterB(tag=line.tag, xform=line.xform,
                       pattern_on=Copies.spread(line.pattern_on, self._geo.groups),
                       data=line.data, mask=line.mask, partial=Groups(partials))
 
-    def count(self, line: AfterB) -> AfterC:
+    def count(self, line: PaperAfterB) -> PaperAfterC:
         shape = layer_shape(self._geo.workers, 3)
         cw = self._geo.count_bits
         counts = Groups(
             Cat(*(self._wire(reduce_columns(self._wire, _columns(lane, shape), cw))
                   for lane in self._lanes(partial, sum(shape))))
             for partial in line.partial)
-        return AfterC(tag=line.tag, xform=line.xform, pattern_on=line.pattern_on,
+        return PaperAfterC(tag=line.tag, xform=line.xform, pattern_on=line.pattern_on,
                       data=line.data, mask=line.mask, count=counts)
 
-    def output(self, line: AfterC) -> LineOut:
+    def output(self, line: PaperAfterC) -> LineOut:
         """Whole output lane: the count bits are c (W/2 by set/reset for a
         gated lane) or the raw bits; the bits above the count are the raw
         bits of identity lines and 0 otherwise."""

@@ -3,6 +3,9 @@ it, with the one change the project's Yosys flow needs (:func:`convert`)."""
 
 import re
 
+from amaranth._toolchain.yosys import find_yosys
+from amaranth.back import rtlil
+
 __all__ = ["convert"]
 
 
@@ -15,8 +18,6 @@ def convert(design, name):
     (``$alias<n>``) before the Verilog is written, because Yosys 0.70's ABC9
     mapping (``synth_ecp5``) aborts on some netlists whose public wire names
     hold brackets (an assertion in ``abc_ops_reintegrate``)."""
-    from amaranth._toolchain.yosys import find_yosys
-    from amaranth.back import rtlil
     text = _private_aliases(rtlil.convert(design, name=name, emit_src=False))
     yosys = find_yosys(lambda version: version >= (0, 40))
     script = [f"read_rtlil <<rtlil\n{text}\nrtlil", "proc -nomux -norom", "memory_collect",

@@ -14,20 +14,29 @@ import pathlib
 import sys
 import tempfile
 
-from neuron_fabric.contract.facts import (DATAPATH_MODULE, DEFAULTS, LINE_BITS_CHOICES,
-                                          MAX_OUTSTANDING_RANGE, PROFILES, REGIONS_RANGE,
-                                          STAGES_RANGE, TOP_MODULE, WORKERS_CHOICES,
-                                          TopParams)
-from neuron_fabric.contract.cli import ArgumentParser
-
 import amaranth
 from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric import contract, hdl
+from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.facts import (
+    DATAPATH_MODULE,
+    DEFAULTS,
+    LINE_BITS_CHOICES,
+    MAX_OUTSTANDING_RANGE,
+    PROFILES,
+    REGIONS_RANGE,
+    STAGES_RANGE,
+    TOP_MODULE,
+    WORKERS_CHOICES,
+    TopParams,
+)
 from neuron_fabric.hdl.datapath import DatapathDesign
 from neuron_fabric.hdl.export.convert import convert
+from neuron_fabric.hdl.export.flat import FlatTop
+from neuron_fabric.hdl.hierarchy.unit import HIERARCHY_MODULE, HierarchyUnit
 
 __all__ = ["FlatDatapath", "FlatHierarchy", "convert", "datapath_verilog",
            "hierarchy_verilog", "top_verilog", "cached_verilog", "write_verilog", "main"]
@@ -110,7 +119,7 @@ class FlatDatapath(_FlatStreams):
 
 class FlatHierarchy(_FlatStreams):
     """The core with the hierarchy extension
-    (:class:`~neuron_fabric.hdl.hierarchy.unit.Hierarchy`) under the core's flat
+    (:class:`~neuron_fabric.hdl.hierarchy.unit.HierarchyUnit`) under the core's flat
     port names and ``in_layout``, ``in_operand``, ``in_total``.
 
     Parameters
@@ -120,8 +129,7 @@ class FlatHierarchy(_FlatStreams):
     """
 
     def __init__(self, **params):
-        from neuron_fabric.hdl.hierarchy.unit import Hierarchy
-        self._inner = Hierarchy(**params)
+        self._inner = HierarchyUnit(**params)
         super().__init__(self._inner.signature)
 
     def _build(self, m, i_stream, o_stream):
@@ -150,7 +158,6 @@ def hierarchy_verilog(*, line_bits=DEFAULTS["line_bits"], workers=DEFAULTS["work
                       stages=DEFAULTS["stages"], profile="full"):
     """Verilog text of the core with the hierarchy extension, module
     ``neuron_fabric_hierarchy`` (its submodules in the same text)."""
-    from neuron_fabric.hdl.hierarchy.unit import HIERARCHY_MODULE
     design = FlatHierarchy(line_bits=line_bits, workers=workers, stages=stages, profile=profile)
     header = (f"// {HIERARCHY_MODULE}: LINE_BITS={line_bits} WORKERS={workers} "
               f"STAGES={stages} profile={profile}\n"
@@ -163,7 +170,6 @@ def top_verilog(*, line_bits=DEFAULTS["line_bits"], workers=DEFAULTS["workers"],
                 max_outstanding=DEFAULTS["max_outstanding"], profile="full"):
     """Verilog text of the CXL.mem top, module ``neuron_fabric`` (self-contained:
     its submodules are in the same text, under names prefixed ``neuron_fabric.``)."""
-    from neuron_fabric.hdl.export.flat import FlatTop
     top = FlatTop(line_bits=line_bits, workers=workers, stages=stages, regions=regions,
               max_outstanding=max_outstanding, profile=profile)
     header = (f"// {TOP_MODULE}: LINE_BITS={line_bits} WORKERS={workers} STAGES={stages} "

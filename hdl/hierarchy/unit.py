@@ -2,7 +2,7 @@
 worker-major permutation and the exact count-sum unit, beside the datapath
 core.
 
-:class:`Hierarchy` has the core's two streams (contract section 3) with
+:class:`HierarchyUnit` has the core's two streams (contract section 3) with
 three more per-line fields on the input, ``layout``, ``operand`` and
 ``total`` (the CFG fields of contract section 5), and holds
 
@@ -41,7 +41,7 @@ from neuron_fabric.hdl.hierarchy.count_steps import LIMITS_BITS, element_major
 from neuron_fabric.hdl.hierarchy.count_sum import BesideCore, CountOutLayout, CountSum, HierarchyInputLayout
 from neuron_fabric.hdl.datapath import Datapath, OutputLayout
 
-__all__ = ["element_major", "HierarchyInputLayout", "CountOutLayout", "CountSum", "Hierarchy",
+__all__ = ["element_major", "HierarchyInputLayout", "CountOutLayout", "CountSum", "HierarchyUnit",
            "HIERARCHY_MODULE", "permutes"]
 
 #: Verilog module name of the exported wrapper.
@@ -54,7 +54,7 @@ def permutes(cfg):
     return cfg.layout & (cfg.operand == Operand.SIGNS) & cfg.mode[1]
 
 
-class Hierarchy(BesideCore):
+class HierarchyUnit(BesideCore):
     """The datapath core with the hierarchy extension (contract section 5).
 
     Parameters

@@ -30,7 +30,7 @@ from neuron_fabric.contract.regmap import HIERARCHY_CFG_FIELDS
 from neuron_fabric.hdl.top.bus import AXI4LiteSignature, AXI4Signature, BURST_INCR, cxl_channels
 from neuron_fabric.hdl.top.csr import ERROR_EVENTS, ControlRegisters
 from neuron_fabric.hdl.datapath import Datapath
-from neuron_fabric.hdl.hierarchy.unit import Hierarchy
+from neuron_fabric.hdl.hierarchy.unit import HierarchyUnit
 from neuron_fabric.hdl.top.inflight import InFlightTable, devload_level
 from neuron_fabric.hdl.top.read_issue import ReadIssue
 from neuron_fabric.hdl.top.ndr_arbiter import NdrArbiter
@@ -99,7 +99,7 @@ class Top(wiring.Component):
         hierarchy = PROFILES[p.profile].has("hierarchy")
         dims = dict(line_bits=p.line_bits, workers=p.workers, stages=p.stages, profile=p.profile)
         core = m.submodules.datapath = \
-            Hierarchy(**dims, permute_copies=True, limits_in=hasattr(read, "limits")) \
+            HierarchyUnit(**dims, permute_copies=True, limits_in=hasattr(read, "limits")) \
             if hierarchy else Datapath(**dims, keep_copies=True)
         if hierarchy:
             m.d.comb += core.permute.eq(read.permute)

@@ -20,7 +20,7 @@ from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 from neuron_fabric.hdl.hierarchy.count_steps import margin_limits, margin_sums, margin_terms
 from neuron_fabric.hdl.top.csr import CfgWordLayout, cfg_invalid
-from neuron_fabric.hdl.hierarchy.unit import HIERARCHY_MODULE, Hierarchy
+from neuron_fabric.hdl.hierarchy.unit import HIERARCHY_MODULE, HierarchyUnit
 from neuron_fabric.contract.facts import PROFILES, Format, GateKind, Layout, Mode, Operand, TopParams
 from neuron_fabric.contract.regmap import cfg_check, cfg_encode
 from neuron_fabric.sim import formal_hierarchy
@@ -159,12 +159,12 @@ def test_cfg_invalid_matches_cfg_check(workers, features):
 # -- the wrapper: permutation, core and count unit (Amaranth simulator) ----------
 
 def run_wrapper(line_bits, workers, stages, profile, n_lines, idle, backpressure, seed):
-    """Random lines through :class:`Hierarchy` under ``in_valid`` gaps and
+    """Random lines through :class:`HierarchyUnit` under ``in_valid`` gaps and
     ``out_ready`` backpressure; return the mismatches (empty when every line
     came out once, in order, with its tag and golden data, and exactly
     STAGES edges after it went in when nothing stalled)."""
     rng = random.Random(seed)
-    dut = Hierarchy(line_bits=line_bits, workers=workers, stages=stages, profile=profile)
+    dut = HierarchyUnit(line_bits=line_bits, workers=workers, stages=stages, profile=profile)
     beats = [random_line(rng, line_bits, workers) for _ in range(n_lines)]
     errors, accepted, left = [], [], []
 
