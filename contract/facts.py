@@ -242,14 +242,9 @@ CXL_ADDR_BITS = 52
 
 @dataclass(frozen=True)
 class TopParams(DatapathParams):
-    """Validated parameters of the top ``neuron_fabric`` (contract section 1):
-    the datapath's, plus REGIONS and MAX_OUTSTANDING.
-
-    Raises
-    ------
-    TypeError, ValueError
-        If a parameter is outside contract section 1; the message names the value.
-    """
+    """The datapath's parameters plus the top's own (contract section 1):
+    REGIONS address windows and MAX_OUTSTANDING memory transactions in
+    flight, checked as :class:`DatapathParams` checks its own."""
     regions: int = DEFAULTS["regions"]
     max_outstanding: int = DEFAULTS["max_outstanding"]
 

@@ -25,6 +25,8 @@ from amaranth import Cat, Const, Module, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from neuron_fabric.hdl.prims.gather import and_all
+
 __all__ = ["DIGITS", "CounterState", "DigitCounter", "CarryResolve", "digit_ends", "add_gates"]
 
 #: Digit widths of a 64-bit counter, lowest first (the lowest in carry-save form).
@@ -191,7 +193,7 @@ class CarryResolve(wiring.Component):
         m.d.sync += [x[0].eq(value), g[0].eq(carry)]
         for i in range(1, n):
             value, carry = _increment(digits[i], carries[i - 1])
-            m.d.sync += [x[i].eq(value), g[i].eq(carry), p[i].eq(_all_ones(value))]
+            m.d.sync += [x[i].eq(value), g[i].eq(carry), p[i].eq(and_all(value))]
         # prefix levels: after level l, g[i] is the carry out of digit i over
         # digits i - 2^l + 1 .. i
         stages = [(x, g)]
@@ -210,13 +212,6 @@ class CarryResolve(wiring.Component):
         m.d.sync += self.value.eq(_add_carries(*stages[-1]))
         m.d.sync += self.low.eq(_add_carries(*stages[self._levels(self._low_digits)]))
         return m
-
-
-def _all_ones(value):
-    out = Const(1, 1)
-    for bit in value:
-        out = out & bit
-    return out
 
 
 def _add_carries(x, g):

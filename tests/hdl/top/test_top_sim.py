@@ -27,27 +27,20 @@ def run_top(run_top_bench):
     return run
 
 
-def test_main_config_verilator(run_top):
-    assert run_top(MAIN, "verilator", 10_000) >= 10
+ICARUS = pytest.mark.skipif("icarus" not in available_simulators(),
+                            reason="iverilog not installed")
 
 
-@pytest.mark.skipif("icarus" not in available_simulators(), reason="iverilog not installed")
-def test_small_config_icarus(run_top):
-    assert run_top(SMALL, "icarus", 1_000, seed=3) >= 10
-
-
-@pytest.mark.long
-@pytest.mark.skipif("icarus" not in available_simulators(), reason="iverilog not installed")
-def test_small_config_icarus_long(run_top):
-    assert run_top(SMALL, "icarus", 10_000, seed=3) >= 10
-
-
-@pytest.mark.slow
-def test_small_config_verilator(run_top):
-    assert run_top(SMALL, "verilator", 4_000, seed=2) >= 10
-
-
-@pytest.mark.long
-@pytest.mark.skipif("icarus" not in available_simulators(), reason="iverilog not installed")
-def test_main_config_icarus_long(run_top):
-    assert run_top(MAIN, "icarus", 10_000, seed=5) >= 10
+@pytest.mark.parametrize("params,simulator,random_count,seed", [
+    pytest.param(MAIN, "verilator", 10_000, 1, id="main-verilator"),
+    pytest.param(SMALL, "icarus", 1_000, 3, id="small-icarus", marks=ICARUS),
+    pytest.param(SMALL, "icarus", 10_000, 3, id="small-icarus-long",
+                 marks=[ICARUS, pytest.mark.long]),
+    pytest.param(SMALL, "verilator", 4_000, 2, id="small-verilator", marks=pytest.mark.slow),
+    pytest.param(MAIN, "icarus", 10_000, 5, id="main-icarus-long",
+                 marks=[ICARUS, pytest.mark.long]),
+])
+def test_random_requests(run_top, params, simulator, random_count, seed):
+    """The bench's random requests all answered as the memory and golden
+    models say (the bench asserts each response; at least 10 must run)."""
+    assert run_top(params, simulator, random_count, seed=seed) >= 10
