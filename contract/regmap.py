@@ -319,7 +319,9 @@ def markdown(params=None):
         "  version 2.0 reserved, [7:5] and [30:21], included).",
         "- Bits that are no field (DEFAULT_CFG's bit 31, STATUS bits [31:5], BASE_HI/LIMIT_HI",
         "  bits [31:20]) read as 0; what is written to them is ignored.",
-        "- Counter 5 (errors) counts every event that sets a STATUS bit.",
+        "- Counters 0..3 count reads by their mode, whatever their layout and operand.",
+        "- Counter 5 (errors) counts every event that sets a STATUS bit, set already or not",
+        "  (a refused write while BAD_CSR is set counts); two events in one cycle count two.",
         "- A write applies to requests accepted after its BVALID.",
         "",
     ]

@@ -5,7 +5,10 @@ hand from the contract's text:
 - the CFG word has no reserved bits: each bit 2.0 reserved ([7:5],
   [30:21]) is checked as its field, so a write with it set is refused on
   every build unless it is a configuration the build implements; bits
-  that are no field read 0 and what is written to them is ignored.
+  that are no field read 0 and what is written to them is ignored;
+- counter 5 counts every event, whether or not its STATUS bit is already
+  set (a refused write with BAD_CSR set counts);
+- worker-major signs are accepted whatever E (W 16 at 64 bits: E = 4).
 """
 
 import pytest
@@ -117,5 +120,40 @@ def test_formerly_reserved_cfg_bits_are_fields(profile):
         assert await port.read(status) == (status_bad, OKAY)
         assert await port.write(status, status_bad) == OKAY
         assert await port.read(status) == (0, OKAY)
+
+    _run(params, bench)
+
+
+def test_counter5_counts_every_event_even_with_its_bit_set():
+    """Counter 5 counts events, not STATUS bits that rise: a refused write
+    while BAD_CSR is already set counts, and so do a repeated event and two
+    events of one STATUS bit in the same cycle.  Neither clearing STATUS
+    nor a read answered SLVERR is an event."""
+    params = TopParams(**SMALL)
+
+    async def bench(port, rmap):
+        status = rmap["STATUS"].offset
+        bad_cfg = cfg_encode(Mode.GTERNARY, 3)                       # format 3
+        expect = 0
+        for offset, value in [(rmap["DEFAULT_CFG"].offset, bad_cfg),     # BAD_CSR rises
+                              (rmap["DEFAULT_CFG"].offset, bad_cfg),     # BAD_CSR already set
+                              (rmap["ID"].offset, 0),                    # read-only
+                              (0x0B0, 0)]:                               # unmapped
+            assert await port.write(offset, value) == SLVERR
+            expect += 1
+            assert await port.read(status) == (1 << 4, OKAY)
+            assert await port.counter(5, rmap) == expect
+        await port.event("rd_err")
+        await port.event("rd_err")                                       # RD_ERR already set
+        expect += 2
+        assert await port.counter(5, rmap) == expect
+        await port.event("req_unsupported", "rwd_unsupported")           # one bit, two events
+        expect += 2
+        assert await port.read(status) == (0b10011, OKAY)
+        assert await port.counter(5, rmap) == expect
+        assert await port.write(status, 0x1F) == OKAY
+        assert await port.read(status) == (0, OKAY)
+        assert await port.read(0x0B0) == (0, SLVERR)
+        assert await port.counter(5, rmap) == expect == 8
 
     _run(params, bench)
