@@ -3,16 +3,21 @@ simulator (64-bit lines, W 4, STAGES 1, REGIONS 1, MAX_OUTSTANDING 4,
 full profile), each against the contract's text or a hand-worked value:
 
 - the counter a read counts in is its mode's, whatever its layout and
-  operand (contract 4.4).
+  operand (contract 4.4);
+- count-operand and worker-major reads take exactly STAGES cycles more
+  than BYPASS reads, like element-major signs (contract 4.3).
 """
 
 import collections
+
+import pytest
 
 from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode, Operand, ReqOpcode
 from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
 from neuron_fabric.hdl.top.top import Top
 from neuron_fabric.host import golden
 from neuron_fabric.sim.amaranth_sim import run_testbenches
+from neuron_fabric.sim.latency import measure
 
 SMALL = dict(line_bits=64, workers=4, stages=1, regions=1, max_outstanding=4, profile="full")
 #: Cycles left after a control write before the next read (more than the
@@ -212,3 +217,22 @@ def test_reads_count_by_mode_whatever_layout_and_operand():
         assert counts[:4] == [len(SHAPES) * (m + 1) for m in Mode]
 
     _run(bench)
+
+
+@pytest.mark.slow
+def test_count_and_worker_major_reads_take_stages_more():
+    """Contract 4.3: with nothing stalling, a G-Binary or G-Ternary read of
+    any layout and operand takes exactly STAGES cycles more than a BYPASS
+    read, and a BYPASS read of any of them none more (``make latency``'s
+    bench, STAGES 3)."""
+    reads = {}
+    for layout, operand, total, threshold in SHAPES:
+        for mode in (Mode.BYPASS, Mode.GBINARY, Mode.GTERNARY):
+            reads[(mode, layout, operand)] = cfg_encode(
+                mode, Format.SIGN, GateKind.MARGIN, threshold=threshold, layout=layout,
+                operand=operand, total=total)
+    res = measure(reads=reads, **{**SMALL, "stages": 3})
+    bypass = res["BYPASS read -> DRS"]
+    assert res["G-Binary read -> DRS"] == bypass + 3
+    for (mode, layout, operand), cycles in ((k, v) for k, v in res.items() if k in reads):
+        assert cycles == bypass + (0 if mode == Mode.BYPASS else 3), (mode, layout, operand)
