@@ -13,7 +13,7 @@ hand from the contract's text:
 
 import pytest
 
-from neuron_fabric.contract.facts import Format, Mode, TopParams
+from neuron_fabric.contract.facts import Format, Layout, Mode, TopParams
 from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
 from neuron_fabric.hdl.top.csr import ERROR_EVENTS, ControlRegisters
 from neuron_fabric.sim.amaranth_sim import run_testbenches
@@ -155,5 +155,19 @@ def test_counter5_counts_every_event_even_with_its_bit_set():
         assert await port.read(status) == (0, OKAY)
         assert await port.read(0x0B0) == (0, SLVERR)
         assert await port.counter(5, rmap) == expect == 8
+
+    _run(params, bench)
+
+
+def test_worker_major_signs_accepted_with_four_lanes():
+    """Contract 5.2: at 64 bits with W 16 (E = 4) a worker's segment is half
+    a byte, and the layout is accepted all the same (the full profile)."""
+    params = TopParams(line_bits=64, workers=16, stages=1, regions=1, max_outstanding=4)
+    assert params.lanes == 4
+
+    async def bench(port, rmap):
+        value = cfg_encode(Mode.GTERNARY, Format.SIGN, threshold=16, layout=Layout.WORKER_MAJOR)
+        assert await port.write(rmap["DEFAULT_CFG"].offset, value) == OKAY
+        assert await port.read(rmap["DEFAULT_CFG"].offset) == (value, OKAY)
 
     _run(params, bench)

@@ -5,7 +5,9 @@ full profile), each against the contract's text or a hand-worked value:
 - the counter a read counts in is its mode's, whatever its layout and
   operand (contract 4.4);
 - count-operand and worker-major reads take exactly STAGES cycles more
-  than BYPASS reads, like element-major signs (contract 4.3).
+  than BYPASS reads, like element-major signs (contract 4.3);
+- the MARGIN gate's threshold over a count operand at its limit, T = 31
+  (contract 5.1).
 """
 
 import collections
@@ -215,6 +217,31 @@ def test_reads_count_by_mode_whatever_layout_and_operand():
         counts = [await t.counter(j) for j in range(6)]
         assert counts == [reads[m] for m in Mode] + [0, 0]
         assert counts[:4] == [len(SHAPES) * (m + 1) for m in Mode]
+
+    _run(bench)
+
+
+def test_margin_threshold_at_its_limit_over_64_contributions():
+    """Contract 5.1: T is 5 bits, so over a count operand the strictest
+    MARGIN gate is T = 31.  With total 64, a = 2c - 64 is even, so T = 31
+    keeps exactly the elements with |a| >= 32: worked by hand for
+    c = 48, 47, 16, 17 (a = 32, 30, -32, -30): kept, gated (c' = 32,
+    a' = 0), kept, gated."""
+    # row k: contributor k's counts of the four elements (48, 47, 16, 17)
+    counts = [[15, 15, 15, 15], [15, 15, 1, 2], [15, 15, 0, 0], [3, 2, 0, 0]]
+    lines = golden.lines_to_ints(golden.encode_counts(counts, 64, Operand.COUNTS4))
+    cfg = dict(mode=Mode.GTERNARY, gate_kind=GateKind.MARGIN, threshold=31,
+               operand=Operand.COUNTS4, total=64)
+    m32 = 0xFFFF_FFFF
+
+    async def bench(t):
+        t.memory.update({0x80: lines[0], 0x88: lines[1]})
+        got = {}
+        for fmt in (Format.COUNT, Format.MARGIN):
+            await t.set_default(cfg_encode(format=fmt, **cfg))
+            got[fmt] = [await t.read_line(0x80, 10 + fmt), await t.read_line(0x88, 20 + fmt)]
+        assert got[Format.COUNT] == [48 | 32 << 32, 16 | 32 << 32]
+        assert got[Format.MARGIN] == [32, (-32 & m32)]
 
     _run(bench)
 
