@@ -322,7 +322,9 @@ def markdown(params=None):
         "- Counters 0..3 count reads by their mode, whatever their layout and operand.",
         "- Counter 5 (errors) counts every event that sets a STATUS bit, set already or not",
         "  (a refused write while BAD_CSR is set counts); two events in one cycle count two.",
-        "- A write applies to requests accepted after its BVALID.",
+        "- A write applies to requests accepted after its BVALID, which rises within the bound",
+        "  of contract section 4.3 (rising edges from the one at which the slave has taken",
+        "  both the address and the data).",
         "",
     ]
     return "\n".join(out)

@@ -7,15 +7,22 @@ full profile), each against the contract's text or a hand-worked value:
 - count-operand and worker-major reads take exactly STAGES cycles more
   than BYPASS reads, like element-major signs (contract 4.3);
 - the MARGIN gate's threshold over a count operand at its limit, T = 31
-  (contract 5.1).
+  (contract 5.1);
+- the control-write bound counts rising edges from the one at which the
+  slave takes the later of the write's address and data to the one at
+  which BVALID rises (contract 4.3): 12 at most, reached with a request
+  accepted every cycle, and 13 counted in cycles from the handshake's to
+  BVALID's.
 """
 
 import collections
 
 import pytest
 
-from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode, Operand, ReqOpcode
+from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode, Operand, ReqOpcode, TopParams
 from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
+from neuron_fabric.hdl.top.csr import control_write_bound
+from neuron_fabric.hdl.top.request import idle_after
 from neuron_fabric.hdl.top.top import Top
 from neuron_fabric.host import golden
 from neuron_fabric.sim.amaranth_sim import run_testbenches
@@ -35,7 +42,9 @@ class _TopDriver:
     OKAY the cycle after both its beats; ``flood``, an M2S Req opcode or
     None, offers a request of it in every cycle.  ``edge`` counts the
     rising edges stepped; ``accepted`` holds those at which a request was
-    accepted."""
+    accepted, ``lite_log`` each cycle's control-port write signals as a
+    checker sampling them sees them (cycle, AW handshake, W handshake,
+    BVALID); cycle n ends at edge n + 1."""
 
     def __init__(self, ctx, dut, memory=None):
         self.ctx, self.dut = ctx, dut
@@ -45,6 +54,7 @@ class _TopDriver:
         self.requests = collections.deque()
         self.flood = None
         self.accepted = []
+        self.lite_log = []
         self.drs = {}
         self._tag = 0x100
         self._r, self._aw, self._w, self._b = (collections.deque() for _ in range(4))
@@ -79,6 +89,10 @@ class _TopDriver:
             self._aw.append(ctx.get(axi.awid))
         if ctx.get(axi.wvalid):
             self._w.append(None)
+        lite = dut.s_axil
+        self.lite_log.append((self.edge, ctx.get(lite.awvalid) and ctx.get(lite.awready),
+                              ctx.get(lite.wvalid) and ctx.get(lite.wready),
+                              ctx.get(lite.bvalid)))
         r_taken = ctx.get(axi.rvalid) and ctx.get(axi.rready)
         b_taken = ctx.get(axi.bvalid) and ctx.get(axi.bready)
         await ctx.tick()
@@ -263,3 +277,80 @@ def test_count_and_worker_major_reads_take_stages_more():
     assert res["G-Binary read -> DRS"] == bypass + 3
     for (mode, layout, operand), cycles in ((k, v) for k, v in res.items() if k in reads):
         assert cycles == bypass + (0 if mode == Mode.BYPASS else 3), (mode, layout, operand)
+
+
+def test_control_write_bound_counts_from_the_accept_edge():
+    """Contract 4.3: BVALID rises at most control_write_bound (12) edges
+    after the edge at which the slave takes the later of the address and
+    the data.  With a request accepted every cycle when the write arrives,
+    the request pipeline is idle as late as it can be and the bound is met
+    exactly (a MemInv offered every cycle, one accepted at the edge after
+    the write's): 12 edges, so 13 cycles from the one in which the handshake's
+    VALID and READY are high to the first with BVALID high.  With nothing
+    in flight, fewer.  A write taken while the previous response is still
+    pending counts from the edge at which that response is taken."""
+    params = TopParams(**SMALL)
+    bound = control_write_bound(idle_after(params))
+    assert bound == 12
+    offset = RegisterMap(params)["DEFAULT_CFG"].offset
+    figures = {}
+
+    async def bench(t):
+        await t.steps(5)
+        bresp, a, b = await t.write(offset, cfg_encode(Mode.GBINARY))
+        assert bresp == OKAY
+        figures["idle"] = b - a
+        # (MemInv: answered by the top itself, so admitted every cycle)
+        t.flood = ReqOpcode.MEM_INV
+        await t.steps(60)
+        first = len(t.lite_log)
+        bresp, a, b = await t.write(offset, cfg_encode(Mode.BYPASS))
+        assert bresp == OKAY
+        figures["flood"] = b - a
+        # the checker's count: from the cycle of the later handshake to the
+        # first cycle with BVALID high
+        log = t.lite_log[first:]
+        later = max(next(c for c, aw, _, _ in log if aw), next(c for c, _, w, _ in log if w))
+        figures["flood, cycles"] = next(c for c, _, _, bv in log if bv) - later
+        # a request accepted at the edge after the write's (the last the
+        # pipeline admits before it holds), none then until BVALID
+        assert a + 1 in t.accepted
+        assert not [e for e in t.accepted if a + 1 < e <= b]
+        t.flood = None
+        await t.steps(60)
+        # a first write whose response waits for BREADY, and a second taken
+        # meanwhile: the second's count starts at the edge the first's B is taken
+        ctx, lite = t.ctx, t.dut.s_axil
+        ctx.set(lite.bready, 0)
+        for value in (cfg_encode(Mode.IDENTITY), cfg_encode(Mode.GTERNARY)):
+            ctx.set(lite.awaddr, offset), ctx.set(lite.wdata, value), ctx.set(lite.wstrb, 0xF)
+            ctx.set(lite.awvalid, 1), ctx.set(lite.wvalid, 1)
+            while ctx.get(lite.awvalid) or ctx.get(lite.wvalid):
+                aw = ctx.get(lite.awready)
+                w = ctx.get(lite.wready)
+                await t.step()
+                if aw:
+                    ctx.set(lite.awvalid, 0)
+                if w:
+                    ctx.set(lite.wvalid, 0)
+            while not ctx.get(lite.bvalid):
+                await t.step()
+        await t.steps(20)
+        assert ctx.get(lite.bvalid) and ctx.get(lite.bresp) == OKAY
+        ctx.set(lite.bready, 1)
+        await t.step()
+        taken = t.edge
+        ctx.set(lite.bready, 0)
+        while not ctx.get(lite.bvalid):
+            await t.step()
+        figures["pending"] = t.edge - taken
+        assert ctx.get(lite.bresp) == OKAY
+        ctx.set(lite.bready, 1)
+        await t.step()
+        assert not ctx.get(lite.bvalid)
+
+    _run(bench)
+    assert figures["flood"] == bound, figures
+    assert figures["flood, cycles"] == bound + 1 == 13, figures
+    assert figures["idle"] < bound, figures
+    assert figures["pending"] == figures["idle"], figures
