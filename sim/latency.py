@@ -8,7 +8,8 @@ rate): from the edge at which a request is accepted to the edge at which
 its response is taken (MemWr -> NDR, BYPASS read -> DRS, G-Binary read ->
 DRS), and from the edge at which AWVALID and WVALID are first offered
 together, with nothing in flight, to the edge at which BVALID is taken
-(control write).
+(control write).  ``measure``'s ``reads`` adds reads of other
+configurations (DEFAULT_CFG written before each).
 
     python -m neuron_fabric.sim.latency [--profile full] [--line-bits 512]
 """
@@ -28,10 +29,12 @@ __all__ = ["measure"]
 SETTLE = 40
 
 
-def measure(**params):
+def measure(reads=None, **params):
     """``{name: cycles}`` for the top of ``params`` (``Top``'s keywords; see
     the module docstring), and the G-Binary read's first DRS word (a check
-    that the read went through the core)."""
+    that the read went through the core).  ``reads`` (``{name: CFG word}``)
+    adds, for each, the cycles of a read with DEFAULT_CFG set to that word
+    (after the G-Binary read, each with its own tag)."""
 
     dut = Top(**params)
     rmap = RegisterMap(dut.params)
@@ -91,6 +94,8 @@ def measure(**params):
                     ctx.set(axil.wvalid, 0)
                 if ctx.get(axil.bvalid):
                     break
+            if ctx.get(axil.bresp):
+                raise ValueError(f"the control port refused CFG {value:#010x}")
             await ctx.tick()
             return n
 
@@ -103,6 +108,10 @@ def measure(**params):
             rmap["DEFAULT_CFG"].offset, cfg_encode(Mode.GBINARY))
         await ctx.tick().repeat(SETTLE)
         res["G-Binary read -> DRS"], res["gbinary_word"] = await read(2)
+        for tag, (name, cfg) in enumerate((reads or {}).items(), start=3):
+            await control_write(rmap["DEFAULT_CFG"].offset, cfg)
+            await ctx.tick().repeat(SETTLE)
+            res[name], _ = await read(tag)
 
     run_testbenches(dut, bench)
     return res

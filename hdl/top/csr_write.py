@@ -1,9 +1,11 @@
 """The write channel of the control registers (``csr.py``).
 
-A write, counted from the first cycle in which the slave holds its address
-and data with no response pending (cycle 0; both are captured with their
-handshakes: the address as one-hots of its fields, ``gather.py``, the data
-masked by its strobes):
+A write, counted in cycles, cycle k beginning at rising edge k: edge 0 is
+the one at which the slave has taken both its address and its data with no
+response pending (the later of the AW and W handshakes, or the B handshake
+of the write before if that comes later), so cycle 0 is the first in which
+it holds both (they are captured with their handshakes: the address as
+one-hots of its fields, ``gather.py``, the data masked by its strobes):
 
     1     each row's select and strobes; the old value of the address's CFG
           register (were it one) in partial ORs
@@ -20,7 +22,9 @@ masked by its strobes):
     g+3   the registers hold the value, BVALID
 
 where ``g`` is the first cycle from 6 on with ``idle``: BVALID rises at
-most :func:`control_write_bound` cycles after cycle 0.
+edge g+3, at most :func:`control_write_bound` edges after edge 0 (contract
+4.3; counted in cycles from the one in which the later handshake takes
+place to the first with BVALID high, one more).
 """
 
 from amaranth import Cat, Const, Signal
@@ -42,8 +46,9 @@ _BYTES = DATA_BITS // 8
 
 
 def control_write_bound(idle_after):
-    """Cycles from the first in which the slave holds a write's address and
-    data with no response pending to its BVALID at most, when the request
+    """Rising edges from edge 0 (the one at which the slave has taken both a
+    write's address and its data with no response pending) to the one at
+    which its BVALID rises, at most (contract 4.3), when the request
     pipeline is idle in every cycle in which hold has been high for that
     cycle and the ``idle_after`` before it."""
     return max(WRITE_CHECK, idle_after) + WRITE_COMMIT

@@ -17,8 +17,9 @@ def test_latency_figures():
     assert res["G-Binary read -> DRS"] - res["BYPASS read -> DRS"] == p.stages
     # the bench's line is 0x0F repeated: G-Binary returns counts, not the line
     assert res["gbinary_word"] != 0x0F0F0F0F
-    # (the bound counts from the cycle both are held; the bench from the
-    # edge they are first offered, one more)
+    # (the bound counts edges from the one at which the address and data
+    # are taken to the one at which BVALID rises; the bench, to the one at
+    # which BVALID is taken, one more)
     bound = control_write_bound(idle_after(p))
     assert res["control write, AW/W -> BVALID"] <= bound + 1
     assert TOP_FRONT_END_CYCLES == res["BYPASS read -> DRS"] - 1

@@ -4,9 +4,11 @@ tests/hdl/top/formal/.
 - axil_csr: AXI4-Lite slave rules of the control registers, proved by
   k-induction (stable payload while valid and not ready; one response per
   request).
-- the control-write bound: with every input free in every cycle (memory and
-  CXL backpressure, requests, the control port), a control write waits at
-  most CONTROL_WRITE_BOUND cycles for its BVALID.  Proved in two parts that
+- the control-write bound (contract 4.3): with every input free in every
+  cycle (memory and CXL backpressure, requests, the control port), BVALID
+  rises at most CONTROL_WRITE_BOUND rising edges after the one at which the
+  slave has taken both a control write's address and its data with no
+  earlier response pending.  Proved in two parts that
   meet at the hold/idle handshake, which the top connects directly:
   csr_bound, the control registers alone by k-induction, with idle free but
   assumed high once hold has been high IDLE_AFTER cycles; and request_idle,
@@ -54,8 +56,9 @@ SMALLEST = dict(line_bits=64, workers=4, stages=1, regions=0, max_outstanding=4)
 #: for that cycle and the IDLE_AFTER before it (RequestIdleSpec proves it,
 #: CsrBoundSpec assumes it).
 IDLE_AFTER = idle_after(TopParams(**SMALL))
-#: Cycles a control write may wait for BVALID (docs/top.md), given
-#: IDLE_AFTER; the spec's BOUND.
+#: Rising edges from the one at which the slave has taken a control write's
+#: address and data to the one at which BVALID rises, at most (contract
+#: 4.3), given IDLE_AFTER; the spec's BOUND.
 CONTROL_WRITE_BOUND = control_write_bound(IDLE_AFTER)
 
 

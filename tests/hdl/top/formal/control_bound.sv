@@ -1,6 +1,9 @@
 // "A control write completes within a bounded number of cycles, whatever
 // the backpressure on memory and the CXL channels" for the top neuron_fabric
-// of a small configuration (the check itself in write_bound.sv).
+// of a small configuration (the check itself in write_bound.sv): BVALID
+// rises at most BOUND rising edges after the edge at which the slave has
+// taken both the write's address and its data with no earlier response
+// pending (contract 4.3).
 //
 // Every input of the top is free in every cycle (anyseq): the host's
 // requests on M2S Req/RwD, the memory's AW/W/AR ready, B and R beats, the
