@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The gate phase and mask steps of the request pipeline (``hdl/top/gate.py``)
 on a :class:`~neuron_fabric.hdl.prims.pipe.Line` in the Amaranth simulator,
 one new line a cycle, against contract 4.3 and section 2 through the golden
