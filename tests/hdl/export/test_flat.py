@@ -32,16 +32,12 @@ def test_flat_names_are_the_contract_ports(params, top_contract_ports):
     assert _ports(named) == top_contract_ports(params.line_bits, params.id_bits)
 
 
-def test_flat_top_signature():
-    top = FlatTop(**SMALL.__dict__)
-    assert top.params == SMALL
-    members = [(name, member.flow, member.shape) for name, member in top.signature.members.items()]
+def test_flat_top_has_the_flat_ports_and_reaches_the_control_registers():
+    dut = FlatTop(**SMALL.__dict__)
+    assert dut.params == SMALL
+    members = [(name, member.flow, member.shape) for name, member in dut.signature.members.items()]
     assert _ports([(n, None, f, s) for n, f, s in members]) == \
         _ports(flat_names(Top(**SMALL.__dict__).signature))
-
-
-def test_flat_ports_reach_the_control_registers():
-    dut = FlatTop(**SMALL.__dict__)
 
     async def read(ctx, addr):
         ctx.set(dut.s_axil_araddr, addr)
