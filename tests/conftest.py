@@ -45,9 +45,9 @@ HEAVY_FIRST = (
     "sim/test_envelope_rtl.py",
     "hdl/top/test_device_rtl.py",
     "hdl/datapath/test_conformance_datapath.py",
-    "hdl/top/test_top_export.py",
+    "hdl/export/test_verilog_top.py",
     "hdl/datapath/test_datapath_cocotb.py",
-    "hdl/datapath/test_export.py",
+    "hdl/export/test_verilog.py",
     "hdl/datapath/test_datapath_formal.py",
 )
 
