@@ -159,7 +159,7 @@ def _bench(data):
              "512-bit lines, every low-bit mode (best of 3); the gradient runtime's step "
              "through the device model, GB/s of FP32 payload (64 MiB a step):", ""]
     return lines + _table(["workers", "golden model (GiB/s)", "runtime step (GB/s)",
-                           "of which decode (GB/s)", "read transform (GB/s)"], rows)
+                           "golden decode alone (GB/s)", "golden read transform alone (GB/s)"], rows)
 
 
 def _training(data):
