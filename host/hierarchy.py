@@ -59,10 +59,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neuron_fabric.contract.facts import COUNT_LANE_BITS, Operand, count_geometry
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Mode, Operand, count_geometry
+from neuron_fabric.host import golden
 from neuron_fabric.models.multihop import GROUP, META_BITS, SCHEMES, SUPERGROUP, partial_bits
 
-__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "Hierarchy",
+__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "MultiHopTree",
            "stochastic_quantize", "quantize_variance", "exact_counts", "contract_vote", "aggregate",
            "partial_bits", "hop_bits", "hardware_chain", "compare", "cosine", "disagreement",
            "synthetic_gradients"]
@@ -70,7 +71,7 @@ __all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "Hierarchy",
 
 
 @dataclass(frozen=True)
-class Hierarchy:
+class MultiHopTree:
     """W workers per level-1 controller, ``hops`` hops of ``fanin`` above it."""
     workers: int = 8
     fanin: int = 8
@@ -205,8 +206,6 @@ def contract_vote(h, grads, fmt=None, line_bits=512):
     workers below), COUNT on the way and ``fmt`` (default SIGN) at the top.
     Returns the top's values ``(n,)``, int32.  Raises ``ValueError`` where
     the contract's operands cannot carry the hierarchy."""
-    from neuron_fabric.host import golden
-    from neuron_fabric.contract.facts import Format, Mode
     grads = _check(h, grads)
     fmt = Format.SIGN if fmt is None else fmt
     chain = hardware_chain(h)
@@ -293,7 +292,8 @@ def hardware_chain(h):
         for op in (Operand.COUNTS4, Operand.COUNTS8):
             b, n = count_geometry(op)
             if below > 2 ** b - 1:
-                why.append(f"{op.name}: a count up to {below} needs {_count_bits(below)} bits")
+                why.append(f"{op.name}: a count up to {below} needs "
+                           f"{math.ceil(math.log2(below + 1))} bits")
             elif h.fanin > n:
                 why.append(f"{op.name}: fan-in {h.fanin} x {b} bits > the "
                            f"{COUNT_LANE_BITS}-bit count lane")
