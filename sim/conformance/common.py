@@ -21,8 +21,7 @@ import sys
 import uuid
 from xml.etree import ElementTree
 
-from neuron_fabric.contract.paths import BUILD, REPO
-from neuron_fabric.contract.paths import VERILOG_CACHE
+from neuron_fabric.contract.paths import BUILD, REPO, VERILOG_CACHE
 from neuron_fabric.sim.toolchain import bench_params, build_bench, file_lock, run_bench
 
 CONF_BUILD = BUILD / "conformance"
@@ -95,7 +94,7 @@ def conformance_params(configs, tests, cfg_id, xfail, sim_index, slow_index):
     strict expected-failure marks.  The tests of one config share one
     simulation (:func:`run_module_once`), so they form one xdist group
     (``--dist loadgroup``): one worker runs it while the other goes on."""
-    import pytest
+    import pytest  # deferred: the runner side only
     out = []
     for c in configs:
         for t in tests:
@@ -191,7 +190,7 @@ def run_module_once(*, name, export_kwargs, toplevel, sources, test_module,
 def spec_test(configure):
     """Decorator factory: ``cocotb.test`` whose body runs after
     ``configure(bench_params())`` has set the bench's parameters."""
-    import cocotb
+    import cocotb  # deferred: inside the simulator only
 
     def decorate(body):
         @functools.wraps(body)
