@@ -96,7 +96,7 @@ class ReadStreams:
         return not self.queue and not self.inflight and not any(self.left)
 
 
-class Bench:
+class EnvelopeBench:
     def __init__(self, dut):
         self.dut = dut
         self.line_bytes = len(dut.m_axi_rdata) // 8
@@ -186,7 +186,7 @@ async def envelope_batches(dut):
     params = bench_params()
     configs = params["configs"]
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    bench = Bench(dut)
+    bench = EnvelopeBench(dut)
     await bench.reset()
     caps0, caps1 = await bench.csr_read("CAPS0"), await bench.csr_read("CAPS1")
     results = {"stages": (caps0 >> 24) & 0xF, "max_outstanding": (caps1 >> 8) & 0xFFFF,
