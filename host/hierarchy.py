@@ -63,7 +63,7 @@ from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Mode, Operand,
 from neuron_fabric.host import golden
 from neuron_fabric.models.multihop import GROUP, META_BITS, SCHEMES, SUPERGROUP, count_bits, partial_bits
 
-__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "Hierarchy",
+__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "MultiHopTree",
            "stochastic_quantize", "quantize_variance", "exact_counts", "contract_vote", "aggregate",
            "partial_bits", "hop_bits", "hardware_chain", "compare", "cosine", "disagreement",
            "synthetic_gradients"]
@@ -71,7 +71,7 @@ __all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "Hierarchy",
 
 
 @dataclass(frozen=True)
-class Hierarchy:
+class MultiHopTree:
     """W workers per level-1 controller, ``hops`` hops of ``fanin`` above it."""
     workers: int = 8
     fanin: int = 8

@@ -2,7 +2,7 @@
 section 5.4; run by tests/hdl/top/test_hierarchy_rtl.py).
 
 Eight level-1 controllers of W workers and one level-2 controller, as
-:class:`neuron_fabric.host.runtime.Hierarchy` drives them: the top under
+:class:`neuron_fabric.host.runtime.TwoLevelRuntime` drives them: the top under
 simulation is level-1 controller 0 (its G-Binary COUNT region, region 0)
 and the level-2 controller (a count region, region 1, in another window);
 level-1 controllers 1..7 are transaction-level device models.  For every
@@ -24,7 +24,7 @@ from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode, Operand
-from neuron_fabric.host.runtime import GroupPolicy, Hierarchy
+from neuron_fabric.host.runtime import GroupPolicy, TwoLevelRuntime
 
 from neuron_fabric.sim.rtl_port import RtlPort
 from neuron_fabric.sim.tb_top import TopTB, top_params
@@ -73,7 +73,7 @@ async def test_two_levels_match_one_controller(dut):
             g[:, 0], g[:, 1] = 1.0, -1.0                  # unanimous elements
             policy = GroupPolicy(mode, fmt, kind, period=PERIOD, keep=KEEP,
                                  threshold=THRESHOLD, layout=layout)
-            h = await Hierarchy.create([rtl, *models], rtl, n, policy, base1=0x10000,
+            h = await TwoLevelRuntime.create([rtl, *models], rtl, n, policy, base1=0x10000,
                                        base2=0x40, region1=0, region2=1)
             assert h.operand == (Operand.COUNTS4 if params.workers <= 8 else Operand.COUNTS8)
             got = await h.aggregate(g)

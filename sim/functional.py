@@ -8,7 +8,8 @@ Prints one row per mode (lines checked, mismatches, PASS/FAIL) and exits
 non-zero on any failure.
 
 Command line: ``python -m neuron_fabric.sim.functional --help``
-(``make functional`` runs it).
+(``make functional`` runs it); the cocotb test it runs is
+:mod:`neuron_fabric.sim.cocotb_functional`.
 """
 
 import argparse
@@ -18,13 +19,12 @@ import sys
 
 import numpy as np
 
-from neuron_fabric.contract.facts import TOP_MODULE, Format, GateKind, Mode, RwdOpcode, TopParams
+from neuron_fabric.contract.facts import TOP_MODULE, Format, GateKind, Mode, TopParams
 from neuron_fabric.contract.paths import BUILD
-from neuron_fabric.host.golden import encode_signs, line_phase, transform
-from neuron_fabric.sim.tb_top import TopTB, top_params
-from neuron_fabric.sim.toolchain import bench_params, export_top, run_cocotb
+from neuron_fabric.host.golden import line_phase, transform
+from neuron_fabric.sim.toolchain import export_top, run_cocotb
 
-__all__ = ["MODES", "oracle", "main"]
+__all__ = ["MODES", "oracle", "results_table", "main"]
 
 #: The three modes of the paper's check, with the configuration each uses.
 MODES = {
@@ -51,50 +51,8 @@ def oracle(lines, line_bits, base, cfg):
                      line_phase(index, lanes, period))
 
 
-try:
-    import cocotb
-except ImportError:             # the command line works without cocotb imported
-    cocotb = None
-
-if cocotb is not None:
-    @cocotb.test()
-    async def functional_check(dut):
-        params, bench = top_params(), bench_params()
-        tb = TopTB(dut, params, seed=11)
-        await tb.reset()
-        lb = params.line_bytes
-        elements = bench.get("elements", 4000)
-        rng = np.random.default_rng(6)
-        grads = rng.standard_normal((WORKERS, elements)).astype(np.float32)
-        lines = encode_signs(grads, params.line_bits)
-        first = BASE // lb
-        for i, row in enumerate(lines):
-            tb.write(i, first + i, row.tobytes(), opcode=RwdOpcode.MEM_WR)
-        await tb.drain()
-        results = {}
-        for k, (name, cfg) in enumerate(MODES.items()):
-            await tb.driver.set_default(**cfg)
-            got = {}
-            tags = [10_000 * (k + 1) + i for i in range(len(lines))]
-            for i, tag in enumerate(tags):
-                tb.read(tag, first + i)
-            # collect the responses as they come (the scoreboard checks them too)
-            await tb.drain()
-            for i, tag in enumerate(tags):
-                got[i] = tb.responses[tag]
-            want = oracle(lines, params.line_bits, BASE, cfg)
-            mismatches = sum(got[i] != want[i].tobytes() for i in range(len(lines)))
-            results[name] = {"lines": len(lines), "mismatches": int(mismatches)}
-        out = bench.get("out")
-        if out:
-            with open(out, "w") as f:
-                json.dump(results, f)
-        print(_table(results))
-        assert all(r["mismatches"] == 0 for r in results.values()), results
-        tb.check()
-
-
-def _table(results):
+def results_table(results):
+    """The check's table: one row a mode, PASS or FAIL."""
     rows = ["mode        lines checked  mismatches  result",
             "----------  -------------  ----------  ------"]
     for name, r in results.items():
@@ -104,7 +62,6 @@ def _table(results):
 
 
 def main(argv=None):
-
     ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.functional",
                                  description="Paper section 6 functional check on the top.")
     ap.add_argument("--line-bits", type=int, default=512)
@@ -122,7 +79,7 @@ def main(argv=None):
     bench = dict(params.__dict__, elements=args.elements, out=str(out))
     try:
         run_cocotb(sources=[src], toplevel=TOP_MODULE,
-                   test_module="neuron_fabric.sim.functional", simulator=args.simulator,
+                   test_module="neuron_fabric.sim.cocotb_functional", simulator=args.simulator,
                    build_dir=folder / "sim", params=bench)
         ok = True
     except AssertionError as exc:
@@ -132,7 +89,7 @@ def main(argv=None):
         name: {"lines": 0, "mismatches": 0} for name in MODES}
     print(f"\nNEURON-Fabric functional check (paper section 6): {WORKERS} workers, "
           f"LINE_BITS {params.line_bits}, {args.elements} elements, {args.simulator}")
-    print(_table(results))
+    print(results_table(results))
     ok = ok and all(r["mismatches"] == 0 and r["lines"] > 0 for r in results.values())
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

@@ -1,4 +1,5 @@
-"""cocotb testbench of the datapath core ``neuron_fabric_datapath``.
+"""cocotb testbench of the datapath core ``neuron_fabric_datapath``: the
+pieces; the tests are :mod:`.cocotb_datapath`.
 
 Bus models
 ----------
@@ -12,8 +13,8 @@ on.
 
 Checks
 ------
-:class:`Scoreboard` holds the golden response of every accepted line and
-compares each output line with the oldest one: order, tag, data, and the
+:class:`DatapathScoreboard` holds the golden response of every accepted
+line and compares each output line with the oldest one: order, tag, data, and the
 latency (exactly STAGES edges with ``out_ready`` held high, at least STAGES
 otherwise).  :meth:`DatapathTB.check_in_ready` watches that ``in_ready`` is
 high in every cycle after the first clock edge out of reset in which
@@ -44,7 +45,7 @@ from neuron_fabric.contract.facts import Format, GateKind, Mode
 
 from neuron_fabric.sim.toolchain import bench_params
 
-__all__ = ["DatapathInSource", "DatapathOutSink", "HandshakeMonitor", "Scoreboard",
+__all__ = ["DatapathInSource", "DatapathOutSink", "HandshakeMonitor", "DatapathScoreboard",
            "DatapathTB", "random_config", "pauses"]
 
 CONFIG_FIELDS = ("mode", "format", "gate_kind", "gate_mask", "gate_threshold")
@@ -147,7 +148,7 @@ class HandshakeMonitor:
                                               for name, handle in self.fields.items()})
 
 
-class Scoreboard:
+class DatapathScoreboard:
     """In-order scoreboard: every accepted line must come out once, in
     order, with its tag and golden data, after the right latency."""
 
@@ -201,7 +202,7 @@ class DatapathTB:
         Clock(dut.clk, CLOCK_NS, unit="ns").start()
         self.source = DatapathInSource(DatapathInBus.from_prefix(dut, "in"), dut.clk, dut.rst)
         self.sink = DatapathOutSink(DatapathOutBus.from_prefix(dut, "out"), dut.clk, dut.rst)
-        self.scoreboard = Scoreboard(self.stages, self.log)
+        self.scoreboard = DatapathScoreboard(self.stages, self.log)
         self.configs = {}
         self.in_monitor = HandshakeMonitor(
             dut.clk, dut.in_valid, dut.in_ready,
@@ -277,33 +278,3 @@ class DatapathTB:
         assert self.out_monitor.count == sent, \
             f"{self.out_monitor.count} lines out, {sent} sent (lost or duplicated)"
         assert sb.checked == sent and not sb.pending
-
-
-@cocotb.parametrize(idle=[0.0, 0.3], backpressure=[0.0, 0.4])
-async def run_random_lines(dut, idle, backpressure):
-    """Random lines and configurations (a few with out-of-range fields)
-    under ``in_valid`` gaps and ``out_ready`` backpressure."""
-    tb = DatapathTB(dut)
-    tb.set_idle_generator(idle)
-    tb.set_backpressure_generator(backpressure)
-    await tb.reset()
-    for _ in range(tb.lines):
-        await tb.source.send(tb.random_beat(bad_fraction=0.05))
-    await tb.drain(tb.lines)
-    tb.finish(tb.lines)
-
-
-@cocotb.test()
-async def run_back_to_back(dut):
-    """A line offered in every cycle, out_ready held high: one line per
-    cycle, each after exactly STAGES edges, in_ready never drops."""
-    tb = DatapathTB(dut)
-    await tb.reset()
-    for _ in range(tb.lines):
-        await tb.source.send(tb.random_beat(bad_fraction=0.0))
-    await tb.drain(tb.lines)
-    tb.finish(tb.lines)
-    for name, monitor in (("in", tb.in_monitor), ("out", tb.out_monitor)):
-        first, last = monitor.edges[0], monitor.edges[-1]
-        assert last - first == tb.lines - 1, \
-            f"{name}: {tb.lines} lines crossed on edges {first}..{last}, not one per cycle"

@@ -1,5 +1,6 @@
 """cocotb testbench of the datapath core with the hierarchy extension,
-``neuron_fabric_hierarchy`` (``hdl/hierarchy/unit.py``; contract sections 3 and 5).
+``neuron_fabric_hierarchy`` (``hdl/hierarchy/unit.py``; contract sections 3 and 5):
+the pieces; the test is :mod:`.cocotb_hierarchy_unit`.
 
 The wrapper has the core's flat ports and ``in_layout``, ``in_operand``,
 ``in_total``.  Random lines of every operand (SIGNS, COUNTS4, COUNTS8),
@@ -18,7 +19,6 @@ simulation of the wrapper checks against (``tests/hdl/top/test_hierarchy_rtl.py`
 import logging
 import random
 
-import cocotb
 import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
@@ -29,7 +29,7 @@ from neuron_fabric.contract.facts import (COUNT_LANE_BITS, PROFILES, Format, Gat
                                           Operand)
 from neuron_fabric.contract.regmap import cfg_check, cfg_encode, count_total_max
 
-from neuron_fabric.sim.tb_datapath import CLOCK_NS, HandshakeMonitor, Scoreboard, pauses
+from neuron_fabric.sim.tb_datapath import CLOCK_NS, DatapathScoreboard, HandshakeMonitor, pauses
 from neuron_fabric.sim.toolchain import bench_params
 
 __all__ = ["random_line", "expected_line", "FIELDS"]
@@ -132,7 +132,7 @@ class HierarchyTB:
         Clock(dut.clk, CLOCK_NS, unit="ns").start()
         self.source = HierarchyInSource(HierarchyInBus.from_prefix(dut, "in"), dut.clk, dut.rst)
         self.sink = HierarchyOutSink(HierarchyOutBus.from_prefix(dut, "out"), dut.clk, dut.rst)
-        self.scoreboard = Scoreboard(self.stages, self.log)
+        self.scoreboard = DatapathScoreboard(self.stages, self.log)
         self.in_monitor = HandshakeMonitor(
             dut.clk, dut.in_valid, dut.in_ready,
             {"line": dut.in_data, "tag": dut.in_tag,
@@ -170,10 +170,3 @@ class HierarchyTB:
         assert self.in_monitor.count == self.lines == self.out_monitor.count, \
             (self.in_monitor.count, self.out_monitor.count, self.lines)
         assert sb.checked == self.lines and not sb.pending
-
-
-@cocotb.parametrize(idle=[0.0, 0.3], backpressure=[0.0, 0.4])
-async def run_random_lines(dut, idle, backpressure):
-    """Random lines of every operand, layout and configuration under
-    ``in_valid`` gaps and ``out_ready`` backpressure."""
-    await HierarchyTB(dut).run(idle, backpressure)

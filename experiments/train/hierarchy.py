@@ -1,5 +1,5 @@
 """Training at 64 virtual workers through a two-level hierarchy: 8
-controllers of 8 workers, one hop of fan-in 8 (:class:`Hierarchy` (8, 8, 1)).
+controllers of 8 workers, one hop of fan-in 8 (:class:`MultiHopTree` (8, 8, 1)).
 
 Each step the 64 workers' gradients (``jax.vmap(jax.value_and_grad(loss))``,
 :func:`.harness.step_functions`) are aggregated by one scheme on both
@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from neuron_fabric.host.hierarchy import MultiHopTree, aggregate, contract_vote, cosine
 from neuron_fabric.experiments.train import models
 from neuron_fabric.experiments.train.harness import (
     TASK_DEFAULTS,
@@ -47,7 +48,6 @@ from neuron_fabric.experiments.train.harness import (
 )
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.experiments.train.tasks import load_task
-from neuron_fabric.host.hierarchy import Hierarchy, aggregate, contract_vote, cosine
 
 __all__ = ["TRAIN_SCHEMES", "LR_GRIDS", "HIERARCHY", "DQ_BITS", "HopRun", "direction", "train"]
 
@@ -66,7 +66,7 @@ _VALUE_GRID = (0.01, 0.03, 0.1, 0.3)
 LR_GRIDS = {"fp32": _VALUE_GRID, "exact": _SIGN_GRID, "mom": _SIGN_GRID,
             "mom-ternary": _SIGN_GRID, "dq-grad": _VALUE_GRID, "signofmean": _SIGN_GRID}
 #: The hierarchy of the 64 virtual workers.
-HIERARCHY = Hierarchy(workers=8, fanin=8, hops=1)
+HIERARCHY = MultiHopTree(workers=8, fanin=8, hops=1)
 #: Bits of the DynamiQ-style codes.
 DQ_BITS = 4
 

@@ -136,7 +136,7 @@ def study(configs, pool, synth_cap=None):
     for all."""
     out = dict(real=[], synthetic=[])
     for i, (w, f, hops) in enumerate(configs):
-        h = hy.Hierarchy(w, f, hops)
+        h = hy.MultiHopTree(w, f, hops)
         sources = []
         if pool is not None and h.total <= len(pool):
             sources.append(("real", pool[:h.total]))
@@ -479,7 +479,7 @@ def run_all(out, jobs=2, quick=False, train=True):
     _say(f"real gradients: {real_steps}-step FP32 harness run, {pool_size} workers")
     pool, real_val = real_pool(pool_size, real_steps)
     result = dict(quick=quick, study=study(configs, pool, synth_cap=512 if quick else None),
-                  hardware={f"{w}-{f}-{h}": _hardware(hy.Hierarchy(w, f, h))
+                  hardware={f"{w}-{f}-{h}": _hardware(hy.MultiHopTree(w, f, h))
                             for w, f, h in configs})
     _say("timing")
     result["timing"] = timing(rings=(2, 4, 8), trees=((4, 16), (8, 8))) if quick else timing()

@@ -1,6 +1,6 @@
 """RTL in the loop: the exported top against the envelope model.
 
-The cocotb bench :mod:`neuron_fabric.sim.tb_envelope` runs the Verilog top
+The cocotb bench :mod:`neuron_fabric.sim.cocotb_envelope` runs the Verilog top
 ``neuron_fabric`` under Verilator behind a gated AXI memory and drives the
 model's closed-loop read streams, once in BYPASS and once in G-Binary.  The
 model is then run with the same parameters in controller cycles:
@@ -94,7 +94,7 @@ def measure(verilog, configs, build_dir):
     results = build_dir / "envelope_results.json"
     build_dir.mkdir(parents=True, exist_ok=True)
     results.unlink(missing_ok=True)
-    run_cocotb(sources=[verilog], toplevel=TOP, test_module="neuron_fabric.sim.tb_envelope",
+    run_cocotb(sources=[verilog], toplevel=TOP, test_module="neuron_fabric.sim.cocotb_envelope",
                simulator="verilator", build_dir=build_dir / "run",
                params={"configs": list(configs), "out": str(results)})
     return json.loads(results.read_text())

@@ -18,7 +18,7 @@ from neuron_fabric.contract.facts import Format, Mode, Operand
 #   coordinate 0: 3, 3, 0, 1  -> 7 of 16: a = -2, exact sign -1
 #   coordinate 1: 2, 2, 4, 0  -> 8 of 16: a tie, exact sign 0
 #   coordinate 2: 3, 3, 3, 0  -> 9 of 16: a = +2, exact sign +1
-HAND = hy.Hierarchy(workers=4, fanin=2, hops=2)
+HAND = hy.MultiHopTree(workers=4, fanin=2, hops=2)
 HAND_COUNTS = np.array([[3, 2, 3], [3, 2, 3], [0, 4, 3], [1, 0, 0]])
 
 
@@ -86,7 +86,7 @@ def test_zero_gradient_is_negative():
 
 @pytest.mark.parametrize("shape", [(8, 8, 1), (8, 4, 3), (16, 4, 1), (8, 8, 0), (16, 16, 2)])
 def test_exact_is_wide_gbinary(shape):
-    h = hy.Hierarchy(*shape)
+    h = hy.MultiHopTree(*shape)
     rng = np.random.default_rng(list(shape))
     g = rng.standard_normal((h.total, 700)).astype(np.float32) + 0.05
     signs = g > 0
@@ -100,7 +100,7 @@ def test_exact_is_wide_gbinary(shape):
 
 
 def test_hardware_chain():
-    ops = lambda *s: [op for op, _, _ in hy.hardware_chain(hy.Hierarchy(*s))]  # noqa: E731
+    ops = lambda *s: [op for op, _, _ in hy.hardware_chain(hy.MultiHopTree(*s))]  # noqa: E731
     assert ops(8, 8, 1) == [Operand.COUNTS4]          # the contract's two-level case
     assert ops(8, 8, 2) == [Operand.COUNTS4, None]    # a 64 count needs COUNTS8: fan-in <= 4
     assert ops(16, 4, 1) == [Operand.COUNTS8]         # a count of 16 needs 5 bits
@@ -108,7 +108,7 @@ def test_hardware_chain():
     assert ops(8, 4, 3) == [Operand.COUNTS4, Operand.COUNTS8, Operand.COUNTS8]
     assert ops(16, 4, 3) == [Operand.COUNTS8, Operand.COUNTS8, None]   # a 256 count
     with pytest.raises(ValueError, match="no count operand"):
-        hy.contract_vote(hy.Hierarchy(8, 8, 2), np.zeros((512, 4), np.float32))
+        hy.contract_vote(hy.MultiHopTree(8, 8, 2), np.zeros((512, 4), np.float32))
 
 
 # -- the quantizer ---------------------------------------------------------------
@@ -152,7 +152,7 @@ def test_quantizer_unbiased(bits):
 def test_dq_grad_unbiased_over_hops():
     """The DynamiQ-style multi-hop estimate of the mean is unbiased: each
     hop's quantization is unbiased given the level below."""
-    h = hy.Hierarchy(4, 2, 2)
+    h = hy.MultiHopTree(4, 2, 2)
     rng = np.random.default_rng(7)
     g = hy.synthetic_gradients(h.total, 64, rho=0.2, seed=3)
     trials = 3000

@@ -1,7 +1,7 @@
 """Gradient runtime with the hierarchy extension (contract section 5) on
 device models: the worker-major write path (each worker's own segment by
 MemWrPtl, the bytes and requests it counts) and two-level aggregation
-(:class:`Hierarchy`) against the contract's formulas over all workers,
+(:class:`TwoLevelRuntime`) against the contract's formulas over all workers,
 written out here in plain integers, and against ``golden.transform_wide``."""
 
 import asyncio
@@ -16,7 +16,7 @@ from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand,
                                           TopParams)
 from neuron_fabric.host.runtime import (G_BINARY, G_TERNARY, GradientRuntime, GroupPolicy,
-                                        Hierarchy, g_ternary_margin, write_worker_major)
+                                        TwoLevelRuntime, g_ternary_margin, write_worker_major)
 
 HIERARCHY = PROFILES["full"]
 WM, EM = Layout.WORKER_MAJOR, Layout.ELEMENT_MAJOR
@@ -172,7 +172,7 @@ def test_hierarchy_of_8_by_8_workers(layout):
         for mode, fmt, kind in configs:
             policy = GroupPolicy(mode, fmt, kind, period=5, keep=3, threshold=12, layout=layout)
             level1, level2 = levels(8)
-            h = await Hierarchy.create(level1, level2, n, policy, base1=0x4000, base2=0x40)
+            h = await TwoLevelRuntime.create(level1, level2, n, policy, base1=0x4000, base2=0x40)
             assert h.operand == Operand.COUNTS4 and h.total == 64
             out[mode, fmt, kind] = (await h.aggregate(g), await h.step(g), h.traffic())
         return out
@@ -214,7 +214,7 @@ def test_hierarchy_with_fewer_groups_than_contributors(groups, workers, operand,
     async def go():
         level1, level2 = levels(groups, TopParams(workers=workers))
         level2[0].poke(0, np.full((20, 64), 0xFF, dtype=np.uint8))
-        h = await Hierarchy.create(level1, level2, n, policy, operand=operand if given else None)
+        h = await TwoLevelRuntime.create(level1, level2, n, policy, operand=operand if given else None)
         assert h.operand == operand and h.total == groups * workers
         return await h.aggregate(g.astype(np.float32))
 
@@ -226,7 +226,7 @@ def test_hierarchy_refuses_what_the_devices_would():
     policy = GroupPolicy(Mode.GBINARY, Format.SIGN, layout=WM)
 
     def create(level1, level2, n=100, p=policy, **kw):
-        return run(Hierarchy.create(level1, level2, n, p, **kw))
+        return run(TwoLevelRuntime.create(level1, level2, n, p, **kw))
 
     with pytest.raises(ValueError, match="9 groups"):
         create(*levels(9))
@@ -244,7 +244,7 @@ def test_hierarchy_refuses_what_the_devices_would():
         create(*levels(2), n=0)
 
     async def bad_step():
-        h = await Hierarchy.create(*levels(2), 10, policy)
+        h = await TwoLevelRuntime.create(*levels(2), 10, policy)
         with pytest.raises(ValueError, match=r"\(16, 10\)"):
             await h.aggregate(np.zeros((16, 11), np.float32))
         with pytest.raises(ValueError, match="non-finite"):

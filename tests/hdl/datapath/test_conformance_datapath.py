@@ -1,13 +1,13 @@
 """Conformance of the exported datapath core to contract section 3 (cocotb).
 
 Each parameter set is exported under build/conformance/, built and simulated
-once per pytest session; every cocotb test of sim/conformance_datapath.py is
+once per pytest session; every cocotb test of sim/conformance/datapath_section3.py is
 reported as its own pytest item.
 """
 
 import pytest
 
-from neuron_fabric.sim.conformance_common import check_result, conformance_params, run_module_once
+from neuron_fabric.sim.conformance.common import check_result, conformance_params, run_module_once
 
 TESTS = [
     "ports_and_widths",
@@ -46,7 +46,7 @@ def test_datapath_conformance(cfg, test):
         export_kwargs=dict(line_bits=line_bits, workers=workers, stages=stages),
         toplevel="neuron_fabric_datapath",
         sources=["neuron_fabric_datapath.v"],
-        test_module="neuron_fabric.sim.conformance_datapath",
+        test_module="neuron_fabric.sim.conformance.datapath_section3",
         simulator=sim,
         params=dict(line_bits=line_bits, workers=workers, stages=stages, seed=7),
     )

@@ -1,5 +1,5 @@
 """The exported Verilog of the datapath core under cocotb
-(``neuron_fabric.sim.tb_datapath``), with Verilator and Icarus.
+(``neuron_fabric.sim.cocotb_datapath``), with Verilator and Icarus.
 
 One Verilog export and one simulator build per parameter set; the cocotb
 module's tests (random lines under every combination of in_valid gaps and
@@ -30,7 +30,7 @@ def run(export_datapath, simulator, line_bits, workers, stages, lines, seed=1):
     source = export_datapath(line_bits, workers, stages)
     build_dir = BUILD / "cocotb" / "datapath" / f"L{line_bits}_W{workers}_S{stages}" / simulator
     return run_cocotb(sources=[source], toplevel=DATAPATH_MODULE,
-                      test_module="neuron_fabric.sim.tb_datapath", simulator=simulator,
+                      test_module="neuron_fabric.sim.cocotb_datapath", simulator=simulator,
                       build_dir=build_dir,
                       params=dict(workers=workers, stages=stages, seed=seed, lines=lines))
 

@@ -1,14 +1,20 @@
 """Conformance of the exported top ``neuron_fabric`` to contract section 4 (cocotb).
 
 Each parameter set is exported under build/conformance/, built and simulated
-once per pytest session; every cocotb test of sim/conformance_top.py is
-reported as its own pytest item.
+once per pytest session; every cocotb test of the section modules of
+sim/conformance/ (``TOP_MODULES``) is reported as its own pytest item.
 """
+
+import ast
+import pathlib
 
 import pytest
 
-from neuron_fabric.sim.conformance_common import check_result, conformance_params, run_module_once
+from neuron_fabric.sim.conformance import TOP_MODULES
+from neuron_fabric.sim.conformance.common import check_result, conformance_params, run_module_once
 from neuron_fabric.sim.tb_top import SMALL_TOP
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 TESTS = [
     "ports_and_widths",
@@ -64,7 +70,7 @@ def test_top_conformance(cfg, test):
                            regions=regions, max_outstanding=max_out, top=True),
         toplevel="neuron_fabric",
         sources=["neuron_fabric.v"],
-        test_module="neuron_fabric.sim.conformance_top",
+        test_module=list(TOP_MODULES),
         simulator=sim,
         params=dict(line_bits=line_bits, workers=workers, stages=stages,
                     regions=regions, max_outstanding=max_out, seed=3,
@@ -73,3 +79,29 @@ def test_top_conformance(cfg, test):
                     hierarchy=True),
     )
     check_result(results, test, f"build/conformance/{name}/{sim}")
+
+
+def _conformance_tests(module):
+    """The cocotb tests a section module defines (``@conformance_test``), read from its source."""
+    path = ROOT / (module.replace("neuron_fabric.", "").replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text())
+    return [node.name for node in tree.body if isinstance(node, ast.AsyncFunctionDef)
+            and any(getattr(d, "id", None) == "conformance_test" for d in node.decorator_list)]
+
+
+def test_every_section_test_is_reported():
+    """TESTS names exactly the cocotb tests of the section modules, once each."""
+    found = [name for module in TOP_MODULES for name in _conformance_tests(module)]
+    assert sorted(found) == sorted(TESTS)
+
+
+def test_the_benches_stay_clean_room():
+    """No conformance module imports the project's golden model, facts or register map."""
+    banned = ("neuron_fabric.host", "neuron_fabric.contract.facts", "neuron_fabric.contract.regmap")
+    bad = []
+    for path in sorted((ROOT / "sim" / "conformance").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            bad += [f"{path.name}: {n}" for n in names if n.startswith(banned)]
+    assert not bad

@@ -3,7 +3,7 @@ of the control registers, and the wrapper of ``hdl/hierarchy/unit.py`` (the
 worker-major permutation, the core and the count-sum unit) against the
 golden model, in the Amaranth simulator and, exported
 (``neuron_fabric_hierarchy``), under cocotb with Verilator and Icarus
-(``neuron_fabric.sim.tb_hierarchy``); and the count-sum unit's lanes
+(``neuron_fabric.sim.cocotb_hierarchy_unit``); and the count-sum unit's lanes
 formally against contract section 5.3 (``neuron_fabric.sim.formal_hierarchy``)."""
 
 import itertools
@@ -255,7 +255,7 @@ def test_exported_wrapper(simulator, line_bits, workers, stages, lines):
     build_dir = (BUILD / "cocotb" / "hierarchy" / f"L{line_bits}_W{workers}_S{stages}"
                  / simulator)
     ran = run_cocotb(sources=[source], toplevel=HIERARCHY_MODULE,
-                     test_module="neuron_fabric.sim.tb_hierarchy", simulator=simulator,
+                     test_module="neuron_fabric.sim.cocotb_hierarchy_unit", simulator=simulator,
                      build_dir=build_dir,
                      params=dict(workers=workers, stages=stages, seed=line_bits + stages,
                                  lines=lines, profile="full"))

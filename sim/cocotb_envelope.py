@@ -96,7 +96,7 @@ class ReadStreams:
         return not self.queue and not self.inflight and not any(self.left)
 
 
-class Bench:
+class EnvelopeBench:
     def __init__(self, dut):
         self.dut = dut
         self.line_bytes = len(dut.m_axi_rdata) // 8
@@ -139,23 +139,23 @@ class Bench:
         offered = {"req": None, "r": None}
         d.m2s_req_opcode.value = MEM_RD
 
+        def offer(key, item, valid, payload):
+            """Drive ``valid`` and (when there is an item) ``payload``'s
+            ``(signal, value)`` pairs, only when the offered item changes."""
+            if item is not offered[key]:
+                offered[key] = item
+                valid.value = item is not None
+                for signal, value in (payload(item) if item is not None else ()):
+                    signal.value = value
+
         def drive():
             """Offer, for the handshake at edge ``now + 1``, the oldest
             request ready by then and the memory's next due R beat."""
-            req = streams.next_request(now + 1)
-            if req is not offered["req"]:
-                offered["req"] = req
-                d.m2s_req_valid.value = req is not None
-                if req is not None:
-                    d.m2s_req_addr.value = req[2]
-                    d.m2s_req_tag.value = streams.tag
-            beat = mem.head(now + 1)
-            if beat is not offered["r"]:
-                offered["r"] = beat
-                d.m_axi_rvalid.value = beat is not None
-                if beat is not None:
-                    d.m_axi_rid.value = beat[1]
-                    d.m_axi_rdata.value = (beat[2] * 0x9E3779B97F4A7C15) % (1 << (8 * self.line_bytes))
+            offer("req", streams.next_request(now + 1), d.m2s_req_valid,
+                  lambda req: ((d.m2s_req_addr, req[2]), (d.m2s_req_tag, streams.tag)))
+            offer("r", mem.head(now + 1), d.m_axi_rvalid,
+                  lambda beat: ((d.m_axi_rid, beat[1]), (d.m_axi_rdata, (
+                      beat[2] * 0x9E3779B97F4A7C15) % (1 << (8 * self.line_bytes)))))
 
         drive()
         while not streams.done:
@@ -186,7 +186,7 @@ async def envelope_batches(dut):
     params = bench_params()
     configs = params["configs"]
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    bench = Bench(dut)
+    bench = EnvelopeBench(dut)
     await bench.reset()
     caps0, caps1 = await bench.csr_read("CAPS0"), await bench.csr_read("CAPS1")
     results = {"stages": (caps0 >> 24) & 0xF, "max_outstanding": (caps1 >> 8) & 0xFFFF,

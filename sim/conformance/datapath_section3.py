@@ -1,9 +1,9 @@
 """Conformance bench of ``neuron_fabric_datapath`` against contract section 3 (v2).
 
 Written from the contract only: port names and widths, the handshake and
-latency rules, and the lane values of contract section 2 (``conformance_common.
-lane_ref``) with the PATTERN gate taken from ``in_gate_mask`` (bit i is
-lane i's gate m).  Parameters: ``line_bits``, ``workers``, ``stages``,
+latency rules, and the lane values of contract section 2
+(``common.lane_ref``) with the PATTERN gate taken from ``in_gate_mask``
+(bit i is lane i's gate m).  Parameters: ``line_bits``, ``workers``, ``stages``,
 ``seed`` of the runner's ``params`` (``toolchain.bench_params``), set by
 ``_configure`` when each test starts.
 
@@ -19,7 +19,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly
 
-from neuron_fabric.sim.conformance_common import lane_ref, port_mismatches, spec_test
+from neuron_fabric.sim.conformance.common import lane_ref, port_mismatches, spec_test
 
 # The run's parameters and what follows from them: set by _configure.
 LINE_BITS = W = STAGES = SEED = E = LMASK = ALL_LANES = None
@@ -67,7 +67,9 @@ def line_expected(data, mode, fmt, kind, mask, thresh):
     return out
 
 
-class Line:
+class InputLine:
+    """One input beat: data, tag and the per-line configuration fields."""
+
     __slots__ = ("data", "tag", "mode", "fmt", "kind", "mask", "thresh", "check")
 
     def __init__(self, data, tag, mode, fmt=0, kind=0, mask=None, thresh=0, check=True):
@@ -79,11 +81,13 @@ class Line:
         return line_expected(self.data, self.mode, self.fmt, self.kind, self.mask, self.thresh)
 
     def __repr__(self):
-        return (f"Line(tag={self.tag:#x} mode={self.mode} fmt={self.fmt} kind={self.kind} "
+        return (f"InputLine(tag={self.tag:#x} mode={self.mode} fmt={self.fmt} kind={self.kind} "
                 f"mask={self.mask:#x} T={self.thresh} data={self.data:#x})")
 
 
-class Bench:
+class DatapathConformanceBench:
+    """The core under test: one beat a cycle, every handshake sampled with its edge."""
+
     def __init__(self, dut):
         self.dut = dut
         self.edge = 0  # index of the rising edge the current sample precedes
@@ -221,7 +225,7 @@ async def ports_and_widths(dut):
 async def reset_in_ready_and_latency(dut):
     """After reset: no output, in_ready high every cycle, exact STAGES latency."""
     rng = random.Random(SEED * 11 + 1)
-    b = Bench(dut)
+    b = DatapathConformanceBench(dut)
     await b.reset()
     # idle for a while: in_ready high, out_valid low
     for _ in range(STAGES + 4):
@@ -229,14 +233,14 @@ async def reset_in_ready_and_latency(dut):
         assert ir == 1, f"in_ready low at edge {b.edge} after reset with out_ready high"
         assert ov == 0, f"out_valid high at edge {b.edge} with nothing sent"
     # back-to-back burst, then single lines with gaps, all with out_ready high
-    lines = [Line(rand_data(rng), 0x100 + k, **rand_valid_fields(rng)) for k in range(40)]
+    lines = [InputLine(rand_data(rng), 0x100 + k, **rand_valid_fields(rng)) for k in range(40)]
     sent, got = await b.stream(lines, rng, hold_ready_high=True, check_latency=True)
     edges = [t for _, t in sent]
     assert edges == list(range(edges[0], edges[0] + len(lines))), \
         "not one line accepted per cycle with in_valid and out_ready high"
     outs = [t for _, _, t in got]
     assert outs == list(range(outs[0], outs[0] + len(lines))), "not one line out per cycle"
-    lines = [Line(rand_data(rng), 0x200 + k, **rand_valid_fields(rng)) for k in range(40)]
+    lines = [InputLine(rand_data(rng), 0x200 + k, **rand_valid_fields(rng)) for k in range(40)]
     await b.stream(lines, rng, p_valid=0.4, hold_ready_high=True, check_latency=True)
 
 
@@ -246,7 +250,7 @@ async def lanes_all_modes_formats_gates(dut):
     (PATTERN: no lane, every lane, single lanes, random masks, and the patterns of
     contract 2's P, K and phase edges)."""
     rng = random.Random(SEED * 11 + 2)
-    b = Bench(dut)
+    b = DatapathConformanceBench(dut)
     await b.reset()
     lines = []
     tag = 0x1000
@@ -279,7 +283,7 @@ async def lanes_all_modes_formats_gates(dut):
             fields.append(dict(mode=3, fmt=fmt, kind=1, thresh=thresh, mask=rng.getrandbits(E)))
     for f in fields:
         for d in (datas if W <= 8 else datas[:2]):
-            lines.append(Line(d, tag, **f))
+            lines.append(InputLine(d, tag, **f))
             tag += 1
     rng.shuffle(lines)
     await b.stream(lines, rng, hold_ready_high=True, check_latency=True)
@@ -289,14 +293,14 @@ async def lanes_all_modes_formats_gates(dut):
 async def random_gaps_backpressure_scoreboard(dut):
     """Random in_valid gaps and out_ready backpressure: in order, nothing lost or duplicated."""
     rng = random.Random(SEED * 11 + 3)
-    b = Bench(dut)
+    b = DatapathConformanceBench(dut)
     await b.reset()
     tag = rng.randrange(1 << 16)
     for p_valid, p_ready, n in ((0.9, 0.5, 150), (0.5, 0.9, 150), (1.0, 0.2, 100),
                                 (0.3, 0.3, 100), (1.0, 0.95, 150)):
         lines = []
         for _ in range(n):
-            lines.append(Line(rand_data(rng), tag, **rand_valid_fields(rng)))
+            lines.append(InputLine(rand_data(rng), tag, **rand_valid_fields(rng)))
             tag = (tag + 1) & 0xFFFF
         await b.stream(lines, rng, p_valid=p_valid, p_ready=p_ready)
 
@@ -307,7 +311,7 @@ async def out_of_range_fields_do_not_disturb(dut):
     disturb other lines; IDENTITY/BYPASS ignore format and gate fields.  (Every mask is
     in range.)"""
     rng = random.Random(SEED * 11 + 4)
-    b = Bench(dut)
+    b = DatapathConformanceBench(dut)
     await b.reset()
     lines = []
     tag = 0x4000
@@ -326,7 +330,7 @@ async def out_of_range_fields_do_not_disturb(dut):
         if junk and f["mode"] in (0, 1):
             # IDENTITY/BYPASS ignore format and gate fields: still checked
             junk = False
-        lines.append(Line(rand_data(rng), tag, check=not junk, **f))
+        lines.append(InputLine(rand_data(rng), tag, check=not junk, **f))
         tag += 1
     await b.stream(lines, rng, p_valid=0.8, p_ready=0.7)
     # and at full rate with out_ready high the timing is unchanged
@@ -340,11 +344,11 @@ async def reset_mid_stream(dut):
     """A synchronous reset with lines in flight leaves no stale output; the core
     then works from scratch (evident intent of 'rst: synchronous')."""
     rng = random.Random(SEED * 11 + 5)
-    b = Bench(dut)
+    b = DatapathConformanceBench(dut)
     await b.reset()
     # fill the pipeline (out_ready low so lines pile up)
     for k in range(STAGES + 2):
-        await b.step(Line(rand_data(rng), 0x7000 + k, mode=1), 0)
+        await b.step(InputLine(rand_data(rng), 0x7000 + k, mode=1), 0)
     await b.step(None, 0, rst=1)
     await b.step(None, 1, rst=1)
     await b.step(None, 1, rst=0)
@@ -352,7 +356,7 @@ async def reset_mid_stream(dut):
         ir, ov, _ = await b.step(None, 1)
         assert ov == 0, f"stale output at edge {b.edge} after reset"
         assert ir == 1, f"in_ready low at edge {b.edge} after reset"
-    lines = [Line(rand_data(rng), 0x7100 + k, **rand_valid_fields(rng)) for k in range(20)]
+    lines = [InputLine(rand_data(rng), 0x7100 + k, **rand_valid_fields(rng)) for k in range(20)]
     await b.stream(lines, rng, hold_ready_high=True, check_latency=True)
 
 
@@ -362,10 +366,10 @@ async def out_valid_does_not_wait_for_out_ready(dut):
     held low: the output side is a valid/ready handshake, so out_valid must not wait for
     out_ready (a consumer may wait for out_valid before raising out_ready)."""
     rng = random.Random(SEED * 11 + 6)
-    b = Bench(dut)
+    b = DatapathConformanceBench(dut)
     await b.reset()
     for n_lines in (1, min(STAGES, 3)):
-        lines = [Line(rand_data(rng), 0x7200 + n_lines * 16 + k, **rand_valid_fields(rng))
+        lines = [InputLine(rand_data(rng), 0x7200 + n_lines * 16 + k, **rand_valid_fields(rng))
                  for k in range(n_lines)]
         accepted = []
         for ln in lines:

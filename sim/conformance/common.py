@@ -94,7 +94,7 @@ def conformance_params(configs, tests, cfg_id, xfail, sim_index, slow_index):
     strict expected-failure marks.  The tests of one config share one
     simulation (:func:`run_module_once`), so they form one xdist group
     (``--dist loadgroup``): one worker runs it while the other goes on."""
-    import pytest  # deferred: simulation tools (dev extra)
+    import pytest  # deferred: the runner side only
     out = []
     for c in configs:
         for t in tests:
@@ -190,7 +190,7 @@ def run_module_once(*, name, export_kwargs, toplevel, sources, test_module,
 def spec_test(configure):
     """Decorator factory: ``cocotb.test`` whose body runs after
     ``configure(bench_params())`` has set the bench's parameters."""
-    import cocotb  # deferred: simulation tools (dev extra)
+    import cocotb  # deferred: inside the simulator only
 
     def decorate(body):
         @functools.wraps(body)
