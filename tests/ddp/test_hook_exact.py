@@ -1,0 +1,118 @@
+"""The hook's aggregate against the golden model, bit for bit, with 2 and 4
+ranks (processes on 127.0.0.1): every mode, output format and gate, both
+layouts, both pools."""
+
+import pathlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="the DDP hook needs torch (pip install -e '.[torch]')")
+
+from neuron_fabric.host.ddp.launch import spawn  # noqa: E402
+from neuron_fabric.host.facts import Format, GateKind, Layout, Mode  # noqa: E402
+
+import oracle  # noqa: E402  (tests/ddp, imported by path below)
+
+pytestmark = pytest.mark.xdist_group("ddp")
+
+RANKS = str(pathlib.Path(__file__).with_name("ranks.py"))
+
+
+def _policy(mode, fmt, gate=GateKind.PATTERN, period=3, keep=2, threshold=0):
+    return dict(mode=int(mode), format=int(fmt), gate_kind=int(gate), period=period, keep=keep,
+                threshold=threshold)
+
+
+POLICIES = [_policy(Mode.GBINARY, f) for f in Format] + \
+    [_policy(Mode.GTERNARY, f) for f in Format] + \
+    [_policy(Mode.GTERNARY, f, GateKind.MARGIN, threshold=2) for f in Format] + \
+    [_policy(Mode.GTERNARY, Format.SIGN, period=5, keep=3)]
+CASES = [(p, dict(layout=int(layout), pool=pool)) for p in POLICIES
+         for layout in Layout for pool in ("shm", "gather")]
+
+
+@pytest.fixture(scope="module", params=[2, 4], ids=["2-ranks", "4-ranks"])
+def job(request):
+    world = request.param
+    results = spawn(f"{RANKS}:aggregate", world, dict(cases=CASES), timeout_s=240)
+    bad = [r for r in results if not r.ok]
+    assert not bad, [(r.rank, r.error, r.stderr[-2000:]) for r in bad]
+    return world, [r.value for r in results]
+
+
+def _rank_grads(world, index, n):
+    from ranks import gradient
+    return np.stack([gradient(rank, 0, index, n) for rank in range(world)])
+
+
+def first_elements(order, sizes, align=512 // 4):
+    """Where each parameter starts in its group's window: the bucket's
+    parameters in DDP's order (``bucket.parameters()``); each run of
+    consecutive parameters of one group starts at a multiple of
+    LINE_BITS / 4 elements after the group's previous run."""
+    runs = []
+    for i in order:
+        if runs and runs[-1][0] == sizes[i][0]:
+            runs[-1][1].append(i)
+        else:
+            runs.append((sizes[i][0], [i]))
+    out, cursor = {}, {}
+    for group, members in runs:
+        start = at = cursor.get(group, 0)
+        for i in members:
+            out[i] = at
+            at += sizes[i][1]
+        cursor[group] = start + -(-(at - start) // align) * align
+    return out
+
+
+@pytest.mark.parametrize("case", range(len(CASES)),
+                         ids=[f"m{p['mode']}f{p['format']}g{p['gate_kind']}P{p['period']}"
+                              f"-L{c['layout']}-{c['pool']}" for p, c in CASES])
+def test_aggregate_is_golden(job, case):
+    from ranks import SIZES
+    world, values = job
+    policy, config = CASES[case]
+    orders = {tuple(o) for v in values for o in v[case]["order"]}
+    assert len(orders) == 1
+    first = first_elements(orders.pop(), SIZES)
+    for index, (_, n) in enumerate(SIZES):
+        grads = _rank_grads(world, index, n)
+        want = oracle.expected(grads, policy, Layout(config["layout"]),
+                               first_element=first[index])
+        for rank in range(world):
+            got = values[rank][case]["grads"][0][index]
+            assert got.dtype == np.float32
+            np.testing.assert_array_equal(got, want, err_msg=f"rank {rank}, parameter {index}")
+        if policy["format"] != Format.COUNT:
+            np.testing.assert_array_equal(
+                want, oracle.wide(grads, policy, first_element=first[index]))
+
+
+def test_gbinary_is_the_majority_sign(job):
+    """Hand-worked rule for G-Binary SIGN: sgn(#positive - #non-positive)."""
+    from ranks import SIZES
+    world, values = job
+    case = CASES.index((POLICIES[Format.SIGN], dict(layout=int(Layout.WORKER_MAJOR), pool="shm")))
+    for index, (_, n) in enumerate(SIZES):
+        votes = np.where(_rank_grads(world, index, n) > 0, 1, -1).sum(axis=0)
+        np.testing.assert_array_equal(values[0][case]["grads"][0][index], np.sign(votes))
+
+
+def test_pool_bytes(job):
+    """A rank writes 1 bit per element (its segment, whole lines) and reads the
+    lines' W-bit lanes; the pool kind is the one asked for."""
+    from ranks import SIZES
+    world, values = job
+    w = oracle.workers_for(world)
+    lanes = 512 // w
+    lines = sum(-(-n // lanes) for _, n in SIZES)
+    for case, (_, config) in enumerate(CASES):
+        for rank in range(world):
+            v = values[rank][case]
+            assert v["pool"] == config["pool"]
+            assert v["workers"] == w
+            assert v["traffic"]["pool_write"] == lines * lanes // 8
+            assert v["traffic"]["pool_read"] == lines * 64
+            assert v["traffic"]["low_elements"] == sum(n for _, n in SIZES)
