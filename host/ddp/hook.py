@@ -790,14 +790,18 @@ class FabricState:
             base, _ = self.windows2[p.group]
             lines = -(-p.n // self._lanes2)
             window = Window(base + (p.cursor // self._lanes2) * self._lb, lines)
-            if self.local != 0:
+            # A controller's counts are written once, by its first rank; across
+            # hosts each rank all-gathers them from its peers of the same local
+            # index in the other controllers (every rank of a controller holds them).
+            if self.local != 0 and self.pool_kind == "shm":
                 self.pool2.skip(window)
                 continue
             padded = np.zeros(lines * self._lanes2, dtype=np.uint8)
             if counts is not None:
                 padded[:p.n] = counts.numpy()
-            self.traffic.pool_write += self.pool2.write(window, self.controller,
-                                                        pack_counts(padded, bits))
+            moved = self.pool2.write(window, self.controller, pack_counts(padded, bits))
+            if self.local == 0:
+                self.traffic.pool_write += moved
         return read_fault
 
     def _read_level2(self, p):

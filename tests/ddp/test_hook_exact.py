@@ -2,22 +2,16 @@
 ranks (processes on 127.0.0.1): every mode, output format and gate, both
 layouts, both pools."""
 
-import pathlib
-
 import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="the DDP hook needs torch (pip install -e '.[torch]')")
 
-from neuron_fabric.host.ddp.launch import spawn  # noqa: E402
 from neuron_fabric.host.facts import Format, GateKind, Layout, Mode  # noqa: E402
 
-import oracle  # noqa: E402  (tests/ddp, imported by path below)
+import oracle  # noqa: E402  (tests/ddp, on the path: conftest.py)
 
 pytestmark = pytest.mark.xdist_group("ddp")
-
-RANKS = str(pathlib.Path(__file__).with_name("ranks.py"))
-
 
 def _policy(mode, fmt, gate=GateKind.PATTERN, period=3, keep=2, threshold=0):
     return dict(mode=int(mode), format=int(fmt), gate_kind=int(gate), period=period, keep=keep,
@@ -32,13 +26,18 @@ CASES = [(p, dict(layout=int(layout), pool=pool)) for p in POLICIES
          for layout in Layout for pool in ("shm", "gather")]
 
 
+#: The two-controller cases: 2 x 4 ranks against 1 x 8 (tests/ddp/test_hierarchy.py).
+HIERARCHY_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=pool))
+                   for p in POLICIES for pool in ("shm", "gather")]
+
+
 @pytest.fixture(scope="module", params=[2, 4], ids=["2-ranks", "4-ranks"])
-def job(request):
+def exact(request, job):
     world = request.param
-    results = spawn(f"{RANKS}:aggregate", world, dict(cases=CASES), timeout_s=240)
+    results = job(world)
     bad = [r for r in results if not r.ok]
     assert not bad, [(r.rank, r.error, r.stderr[-2000:]) for r in bad]
-    return world, [r.value for r in results]
+    return world, [r.value["exact"] for r in results]
 
 
 def _rank_grads(world, index, n):
@@ -70,9 +69,9 @@ def first_elements(order, sizes, align=512 // 4):
 @pytest.mark.parametrize("case", range(len(CASES)),
                          ids=[f"m{p['mode']}f{p['format']}g{p['gate_kind']}P{p['period']}"
                               f"-L{c['layout']}-{c['pool']}" for p, c in CASES])
-def test_aggregate_is_golden(job, case):
+def test_aggregate_is_golden(exact, case):
     from ranks import SIZES
-    world, values = job
+    world, values = exact
     policy, config = CASES[case]
     orders = {tuple(o) for v in values for o in v[case]["order"]}
     assert len(orders) == 1
@@ -90,21 +89,21 @@ def test_aggregate_is_golden(job, case):
                 want, oracle.wide(grads, policy, first_element=first[index]))
 
 
-def test_gbinary_is_the_majority_sign(job):
+def test_gbinary_is_the_majority_sign(exact):
     """Hand-worked rule for G-Binary SIGN: sgn(#positive - #non-positive)."""
     from ranks import SIZES
-    world, values = job
+    world, values = exact
     case = CASES.index((POLICIES[Format.SIGN], dict(layout=int(Layout.WORKER_MAJOR), pool="shm")))
     for index, (_, n) in enumerate(SIZES):
         votes = np.where(_rank_grads(world, index, n) > 0, 1, -1).sum(axis=0)
         np.testing.assert_array_equal(values[0][case]["grads"][0][index], np.sign(votes))
 
 
-def test_pool_bytes(job):
+def test_pool_bytes(exact):
     """A rank writes 1 bit per element (its segment, whole lines) and reads the
     lines' W-bit lanes; the pool kind is the one asked for."""
     from ranks import SIZES
-    world, values = job
+    world, values = exact
     w = oracle.workers_for(world)
     lanes = 512 // w
     lines = sum(-(-n // lanes) for _, n in SIZES)
