@@ -51,13 +51,13 @@ import torch.distributed as dist
 
 from .. import golden
 from ..control import FP32 as FP32_MODE, MODE_POLICY
-from ..device import Device
+from ..device import Device, read_response
 from ..driver import Driver
 from ..facts import COUNT_LANE_BITS, Format, GateKind, Layout, Mode, Operand, TopParams, \
     count_geometry
 from ..regmap import count_total_max
 from ..runtime import FP32, GradientRuntime, GroupPolicy
-from .pack import decode_lanes, direction, pack_counts, pack_signs
+from .pack import decode_direction, decode_lanes, pack_counts, pack_signs
 from .pool import GatherPool, ShmPool, Window
 
 __all__ = ["FabricConfig", "FabricState", "fabric_hook", "RankLostError", "Event",
@@ -739,52 +739,51 @@ class FabricState:
         self._all_reduce("barrier before the read", flags)
         if flags[0]:
             return self._fallback()
-        out, read_fault, level2 = {}, 0.0, []
+        out, level2 = {}, []
         for i, (p, window) in enumerate(plan):
-            try:
-                values = self._read_level1(p, window)
-            except Exception as err:
-                self.pending_fault = f"rank {self.rank}: read: {type(err).__name__}: {err}"
-                read_fault, values = 1.0, None
+            resp = self._read_level1(p, window)
             if self.controllers == 1:
-                if values is not None:
-                    out[id(p)] = self._finish(p, values, r, self.pad_pairs, flags[1 + i])
+                out[id(p)] = self._finish(p, resp, w, r, self.pad_pairs, flags[1 + i])
             else:
-                level2.append((i, p, values))
+                level2.append((i, p, decode_lanes(resp, w, Format.COUNT, p.n)))
         if self.controllers > 1:
-            read_fault = self._write_level2(level2, read_fault)
-            check = self._all_reduce("barrier before the level-2 read",
-                                     torch.tensor([read_fault], dtype=torch.float64))
+            self._write_level2(level2)
+            check = self._all_reduce("barrier before the level-2 read", torch.tensor(
+                [1.0 if self.pending_fault else 0.0], dtype=torch.float64))
             if check[0]:
                 return self._fallback()
-            read_fault = 0.0
             for i, p, _ in level2:
-                try:
-                    values = self._read_level2(p)
-                    out[id(p)] = self._finish(p, values, self.controllers * r,
-                                              self.controllers * self.pad_pairs, flags[1 + i])
-                except Exception as err:
-                    self.pending_fault = f"rank {self.rank}: level-2 read: " \
-                                         f"{type(err).__name__}: {err}"
-                    read_fault = 1.0
-        check = self._all_reduce("check after the read",
-                                 torch.tensor([read_fault], dtype=torch.float64))
-        if check[0]:
-            return self._fallback()
+                resp = self._read_level2(p)
+                out[id(p)] = self._finish(p, resp, COUNT_LANE_BITS, self.controllers * r,
+                                          self.controllers * self.pad_pairs, flags[1 + i])
         return out
+
+    def _read(self, level, device, addr, lines, raw):
+        """Read ``raw`` (stored at ``addr``) through ``device``.  When the
+        device fails the read (a memory error), the rank computes the same
+        response in software from the lines and the region's configuration
+        (``device.read_response``, the model's own rule), so every rank
+        still holds the same aggregate this step; the fault is reported at
+        the next barrier, where every rank goes FP32."""
+        device.poke(addr, raw)
+        try:
+            resp = _sync(device.read_lines(addr, lines))
+        except Exception as err:
+            if self.pending_fault is None:
+                self.pending_fault = f"rank {self.rank}: level-{level} read: " \
+                                     f"{type(err).__name__}: {err}"
+            cfg, index = device.read_config(addr)
+            resp = read_response(device.params, device.profile, raw, index, cfg)
+        self.traffic.pool_read += resp.size
+        return resp
 
     def _read_level1(self, p, window):
         lines = self.pool1.read(window)
         if self.config.layout == Layout.ELEMENT_MAJOR:
             lines = golden.to_element_major(lines, self.workers)
-        addr = window.offset
-        self.dev1.poke(addr, lines)
-        resp = _sync(self.dev1.read_lines(addr, window.lines))
-        self.traffic.pool_read += resp.size
-        fmt = self.regions.rt1.policies[p.group].format
-        return decode_lanes(resp, self.workers, fmt, p.n)
+        return self._read(1, self.dev1, window.offset, window.lines, lines)
 
-    def _write_level2(self, level2, read_fault):
+    def _write_level2(self, level2):
         bits, _ = count_geometry(self.operand)
         for _, p, counts in level2:
             base, _ = self.windows2[p.group]
@@ -797,27 +796,20 @@ class FabricState:
                 self.pool2.skip(window)
                 continue
             padded = np.zeros(lines * self._lanes2, dtype=np.uint8)
-            if counts is not None:
-                padded[:p.n] = counts.numpy()
+            padded[:p.n] = counts.numpy()
             moved = self.pool2.write(window, self.controller, pack_counts(padded, bits))
             if self.local == 0:
                 self.traffic.pool_write += moved
-        return read_fault
 
     def _read_level2(self, p):
         base, _ = self.windows2[p.group]
         lines = -(-p.n // self._lanes2)
         addr = base + (p.cursor // self._lanes2) * self._lb
-        raw = self.pool2.read(Window(addr, lines))
-        self.dev2.poke(addr, raw)
-        resp = _sync(self.dev2.read_lines(addr, lines))
-        self.traffic.pool_read += resp.size
-        fmt = self.regions.policies[p.group].format
-        return decode_lanes(resp, COUNT_LANE_BITS, fmt, p.n)
+        return self._read(2, self.dev2, addr, lines, self.pool2.read(Window(addr, lines)))
 
-    def _finish(self, p, values, voters, pads, mean_abs):
+    def _finish(self, p, resp, lane_bits, voters, pads, mean_abs):
         fmt = self.regions.policies[p.group].format
-        d = direction(values, fmt, voters, pads)
+        d = decode_direction(resp, lane_bits, fmt, p.n, voters, pads)
         if self.config.scale:
             d = d * float(mean_abs / self.world)
         return d

@@ -23,7 +23,7 @@ import torch
 
 from ..facts import Format
 
-__all__ = ["pack_signs", "pack_counts", "decode_lanes", "direction"]
+__all__ = ["pack_signs", "pack_counts", "decode_lanes", "direction", "decode_direction"]
 
 
 def pack_signs(grad, elements):
@@ -36,14 +36,16 @@ def pack_signs(grad, elements):
     n = grad.numel()
     if elements % 64 or n > elements:
         raise ValueError(f"elements must be a multiple of 64 and at least n={n}, not {elements}")
-    bits = torch.zeros(elements, dtype=torch.uint8)
-    torch.gt(grad.reshape(-1), 0, out=bits[:n].view(torch.bool))
-    # Eight 0/1 bytes as one little-endian word: byte i (bit 8i) moves to bit i.
-    x = bits.view(torch.int64)
-    x = x | (x >> 7)
-    x = x | (x >> 14)
-    x = x | (x >> 28)
-    return (x & 0xFF).to(torch.uint8).numpy()
+    bits = torch.empty(elements, dtype=torch.bool)
+    torch.gt(grad.reshape(-1), 0, out=bits[:n])
+    bits[n:] = False
+    # Eight 0/1 bytes as one little-endian word: byte i (bit 8i) moves to
+    # bit i of the word's low byte (the upper bytes are left with junk).
+    x = bits.view(torch.uint8).view(torch.int64)
+    t = torch.empty_like(x)
+    for shift in (7, 14, 28):
+        x.bitwise_or_(torch.bitwise_right_shift(x, shift, out=t))
+    return x.view(torch.uint8)[0::8].contiguous().numpy()
 
 
 def pack_counts(counts, bits):
@@ -57,26 +59,28 @@ def pack_counts(counts, bits):
     return c[0::2] | (c[1::2] << np.uint8(4))
 
 
+def _lanes(resp, lane_bits, signed):
+    """The output lanes of ``resp`` as a flat integer tensor (a view where the
+    lanes are whole bytes)."""
+    flat = torch.from_numpy(np.ascontiguousarray(resp).reshape(-1))
+    if lane_bits == 8:
+        return flat.view(torch.int8) if signed else flat
+    if lane_bits == 16:
+        return flat.view(torch.int16)          # counts are at most 16: no sign issue
+    if lane_bits == 32:
+        return flat.view(torch.int32)
+    if lane_bits == 4:
+        v = torch.stack((flat & 0x0F, flat >> 4), dim=1).reshape(-1)
+        return (v.view(torch.int8) ^ 8) - 8 if signed else v
+    raise ValueError(f"lane_bits must be 4, 8, 16 or 32, not {lane_bits!r}")
+
+
 def decode_lanes(resp, lane_bits, fmt, n):
     """The first ``n`` output lanes of the response lines ``resp`` (uint8
     numpy, ``(L, LINE_BYTES)``) as an int32 tensor: lanes of ``lane_bits``
     (4, 8, 16: a W-worker read; 32: a count-operand read), COUNT unsigned,
     MARGIN and SIGN in two's complement."""
-    flat = torch.from_numpy(np.ascontiguousarray(resp).reshape(-1))
-    signed = fmt != Format.COUNT
-    if lane_bits == 8:
-        v = flat.view(torch.int8) if signed else flat
-    elif lane_bits == 16:
-        v = flat.view(torch.int16)          # counts are at most 16: no sign issue
-    elif lane_bits == 32:
-        v = flat.view(torch.int32)
-    elif lane_bits == 4:
-        v = torch.stack((flat & 0x0F, flat >> 4), dim=1).reshape(-1)
-        if signed:
-            v = (v.to(torch.int8) ^ 8) - 8
-    else:
-        raise ValueError(f"lane_bits must be 4, 8, 16 or 32, not {lane_bits!r}")
-    return v[:n].to(torch.int32)
+    return _lanes(resp, lane_bits, fmt != Format.COUNT)[:n].to(torch.int32)
 
 
 def direction(values, fmt, voters, offset=0):
@@ -88,5 +92,11 @@ def direction(values, fmt, voters, offset=0):
     if fmt == Format.SIGN:
         return v
     if fmt == Format.MARGIN:
-        return v / voters
-    return (2 * (v - offset) - voters) / voters
+        return v.div_(voters)
+    return v.sub_(offset).mul_(2).sub_(voters).div_(voters)
+
+
+def decode_direction(resp, lane_bits, fmt, n, voters, offset=0):
+    """:func:`direction` of :func:`decode_lanes`, converting the lanes to
+    float32 in one pass."""
+    return direction(_lanes(resp, lane_bits, fmt != Format.COUNT)[:n], fmt, voters, offset)
