@@ -323,8 +323,9 @@ class FabricState:
     faulted : bool
     traffic : StepTraffic
         This step's bytes so far (reset by :meth:`begin_step`).
-    hook_s : float
-        Seconds spent in the hook this step.
+    hook_s, hook_cpu_s : float
+        Seconds spent in the hook this step, wall and this thread's CPU
+        (``last_hook_s``, ``last_hook_cpu_s``: the last step's).
     """
 
     def __init__(self, groups, policies, config=FabricConfig(), *, process_group=None,
@@ -378,6 +379,7 @@ class FabricState:
         self.step = 0
         self.traffic = self.last_traffic = StepTraffic()
         self.hook_s = self.last_hook_s = 0.0
+        self.hook_cpu_s = self.last_hook_cpu_s = 0.0
         self.diagnose = c.diagnostics
         self._diag, self._last_diag = {}, {}
         self.control = None
@@ -570,6 +572,7 @@ class FabricState:
         apply."""
         self.last_traffic, self.traffic = self.traffic, StepTraffic()
         self.last_hook_s, self.hook_s = self.hook_s, 0.0
+        self.last_hook_cpu_s, self.hook_cpu_s = self.hook_cpu_s, 0.0
         self._last_diag, self._diag = self._diag, {}
         self.step += 1
         if self.control is None and not self.faulted:
@@ -647,11 +650,12 @@ class FabricState:
     # -- one bucket ---------------------------------------------------------------------
 
     def communicate(self, bucket):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             out = self._communicate(bucket)
         finally:
             self.hook_s += time.perf_counter() - t0
+            self.hook_cpu_s += time.thread_time() - c0
         if bucket.is_last():
             self.end_step()
         return out

@@ -84,6 +84,7 @@ def _row(run, result):
     return dict(kind=run["kind"], procs=run["procs"], hook=run["hook"], label=LABELS[run["hook"]],
                 test=result["test"], val=result["val"], parameters=n,
                 step_ms=1e3 * s["step_s"], hook_ms=1e3 * s["hook_s"],
+                hook_cpu_ms=1e3 * s.get("hook_cpu_s", float("nan")),
                 gloo_bytes=s["gloo_bytes"], pool_write=s["pool_write"], pool_read=s["pool_read"],
                 fp32_pool_bytes=8 * n, low_share=s["low_share"],
                 events=result.get("events", []), pool=result.get("pool"),
@@ -93,7 +94,7 @@ def _row(run, result):
 
 def _table(rows, base):
     out = ["| processes | hook | test acc. (%) | ms / step | vs allreduce_hook | "
-           "hook ms / step | gloo bytes / step / rank | pool bytes / step / rank "
+           "hook ms / step (CPU) | gloo bytes / step / rank | pool bytes / step / rank "
            "(write + read) | low-bit steps |",
            "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -101,7 +102,7 @@ def _table(rows, base):
         over = f"{r['step_ms'] - ref:+.2f} ms ({100 * (r['step_ms'] / ref - 1):+.0f} %)" \
             if ref else "-"
         pool = f"{r['pool_write']:,.0f} + {r['pool_read']:,.0f}" if r["pool"] else "-"
-        hook_ms = f"{r['hook_ms']:.2f}" if r["pool"] else "-"
+        hook_ms = f"{r['hook_ms']:.2f} ({r['hook_cpu_ms']:.2f})" if r["pool"] else "-"
         out.append(f"| {r['procs']} | {r['label']} | {100 * r['test']:.2f} | {r['step_ms']:.2f} "
                    f"| {over} | {hook_ms} | {r['gloo_bytes']:,.0f} | {pool} | "
                    f"{100 * r['low_share']:.0f} % |")
@@ -161,7 +162,9 @@ def report(rows, bench, out, quick):
           "127.0.0.1, one thread per process, all processes on this machine's 2 cores "
           f"(load average {load:.1f} at the end).", "",
           "Time per step: forward, backward (with the hook) and the optimiser step, mean over "
-          "the steps after the first 5.  Gloo bytes: what each process handed to its "
+          "the steps after the first 5; the hook's time, wall and (in brackets) its thread's "
+          "CPU time: the rest of the wall time is waiting for the other ranks (with N "
+          "processes on 2 shared cores, mostly for a core).  Gloo bytes: what each process handed to its "
           "sockets in a step (`/proc/self/io` wchar; the shared-memory pool moves its "
           "segments through memory, not gloo).  Pool bytes: what a CXL pool would move for "
           "the rank: its 1-bit segments written, the W-bit response lanes read.", "",

@@ -149,7 +149,8 @@ def run(args, rank, world, store):
                    gloo_bytes=sent, modes=modes)
         if state is not None:
             tr = state.last_traffic
-            row.update(hook_s=state.last_hook_s, pool_write=tr.pool_write,
+            row.update(hook_s=state.last_hook_s, hook_cpu_s=state.last_hook_cpu_s,
+                       pool_write=tr.pool_write,
                        pool_read=tr.pool_read, fp32_elements=tr.fp32_elements,
                        low_elements=tr.low_elements)
             for e in state.events[events_seen:]:
@@ -174,7 +175,8 @@ def summary(result, skip=5):
     first calls): step time, hook time, gloo bytes, pool bytes."""
     rows = result["rows"][skip:] or result["rows"]
     mean = lambda k: float(np.mean([r.get(k, 0) for r in rows]))
-    return dict(step_s=mean("step_s"), hook_s=mean("hook_s"), gloo_bytes=mean("gloo_bytes"),
+    return dict(step_s=mean("step_s"), hook_s=mean("hook_s"), hook_cpu_s=mean("hook_cpu_s"),
+                gloo_bytes=mean("gloo_bytes"),
                 pool_bytes=mean("pool_write") + mean("pool_read"),
                 pool_write=mean("pool_write"), pool_read=mean("pool_read"),
                 low_share=float(np.mean([any(m not in (FP32, None) for m in r["modes"].values())
