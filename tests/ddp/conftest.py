@@ -26,7 +26,7 @@ def plans():
         8: [("two-controllers", "aggregate",
              dict(cases=[(p, dict(c, ranks_per_controller=4)) for p, c in HIERARCHY_CASES])),
             ("one-controller", "aggregate", dict(cases=HIERARCHY_CASES)),
-            ("stop", "stop", dict(victim=5))],
+            ("stop", "stop", dict(victim=5, timeout_s=10.0))],
     }
 
 

@@ -22,13 +22,17 @@ POLICIES = [_policy(Mode.GBINARY, f) for f in Format] + \
     [_policy(Mode.GTERNARY, f) for f in Format] + \
     [_policy(Mode.GTERNARY, f, GateKind.MARGIN, threshold=2) for f in Format] + \
     [_policy(Mode.GTERNARY, Format.SIGN, period=5, keep=3)]
-CASES = [(p, dict(layout=int(layout), pool=pool)) for p in POLICIES
-         for layout in Layout for pool in ("shm", "gather")]
+#: Every policy in both layouts on shared memory, and worker-major through the
+#: all-gather (the pool changes where the lines travel, not what they hold).
+CASES = [(p, dict(layout=int(layout), pool="shm")) for p in POLICIES for layout in Layout] + \
+    [(p, dict(layout=int(Layout.WORKER_MAJOR), pool="gather")) for p in POLICIES]
 
 
 #: The two-controller cases: 2 x 4 ranks against 1 x 8 (tests/ddp/test_hierarchy.py).
-HIERARCHY_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=pool))
-                   for p in POLICIES for pool in ("shm", "gather")]
+HIERARCHY_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2]))
+                   for i, p in enumerate(POLICIES)] + \
+    [(POLICIES[0], dict(layout=int(Layout.WORKER_MAJOR), pool="gather")),
+     (POLICIES[3], dict(layout=int(Layout.WORKER_MAJOR), pool="shm"))]
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["2-ranks", "4-ranks"])
