@@ -38,12 +38,10 @@ written once as cancelling pairs, one all-positive and one all-non-positive,
 so every vote margin is the R ranks' own.
 """
 
-import dataclasses
 import math
-import os
 import socket
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -53,8 +51,7 @@ from .. import golden
 from ..control import FP32 as FP32_MODE, MODE_POLICY
 from ..device import Device, read_response
 from ..driver import Driver
-from ..facts import COUNT_LANE_BITS, Format, GateKind, Layout, Mode, Operand, TopParams, \
-    count_geometry
+from ..facts import COUNT_LANE_BITS, Format, Layout, Mode, Operand, TopParams, count_geometry
 from ..regmap import count_total_max
 from ..runtime import FP32, GradientRuntime, GroupPolicy
 from .pack import decode_direction, decode_lanes, pack_counts, pack_signs
@@ -220,6 +217,7 @@ class _Piece:
     start: int          # in the bucket's buffer, elements
     stop: int
     cursor: int         # the run's first element in the group's window (aligned)
+    params: list = None  # (id, elements) of its parameters, in order
 
     @property
     def n(self):
@@ -627,7 +625,6 @@ class FabricState:
         if known is not None:     # DDP rebuilt its buckets: lay every window out anew
             self._layouts.clear()
             self._cursor.clear()
-            self._residual.clear()
         buf = bucket.buffer()
         size = buf.element_size()
         pieces = []
@@ -639,8 +636,9 @@ class FabricState:
             start = (g.data_ptr() - buf.data_ptr()) // size
             if pieces and pieces[-1].group == name and pieces[-1].stop == start:
                 pieces[-1].stop += g.numel()
+                pieces[-1].params.append((id(p), g.numel()))
             else:
-                pieces.append(_Piece(name, start, start + g.numel(), 0))
+                pieces.append(_Piece(name, start, start + g.numel(), 0, [(id(p), g.numel())]))
         for piece in pieces:
             piece.cursor = self._cursor.get(piece.group, 0)
             self._cursor[piece.group] = piece.cursor + -(-piece.n // self._align) * self._align
@@ -707,10 +705,13 @@ class FabricState:
         """The values whose signs this rank packs (error feedback adds its residual)."""
         if not self.config.error_feedback:
             return g
-        key = (piece.group, piece.cursor)
-        e = self._residual.get(key)
-        p = g + e if e is not None else g.clone()
-        self._residual[key] = p - p.abs().mean() * torch.sign(p)
+        e = torch.cat([self._residual.get(pid, torch.zeros(n)) for pid, n in piece.params])
+        p = g + e
+        residual = p - p.abs().mean() * torch.sign(p)
+        at = 0
+        for pid, n in piece.params:            # kept per parameter: DDP may rebuild buckets
+            self._residual[pid] = residual[at:at + n]
+            at += n
         return p
 
     def _low_bit(self, buf, low):

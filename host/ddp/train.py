@@ -32,7 +32,6 @@ are fixed (one thread per process), so a rerun gives the same accuracies.
 """
 
 import json
-import math
 import os
 import time
 

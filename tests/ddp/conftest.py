@@ -15,9 +15,10 @@ TRAIN_ARGV = ["--hook", "gbinary", "--task", "digits", "--seed", "0"]
 
 
 def plans():
-    from test_hook_exact import CASES, HIERARCHY_CASES
+    from test_hook_exact import CASES, HIERARCHY_CASES, OPTION_CASES
     return {
-        2: [("exact", "aggregate", dict(cases=CASES))],
+        2: [("exact", "aggregate", dict(cases=CASES)),
+            ("options", "aggregate", dict(cases=OPTION_CASES, steps=3))],
         4: [("exact", "aggregate", dict(cases=CASES)),
             ("control", "control", {}),
             ("fault-write", "fault", dict(kind="write")),

@@ -35,6 +35,10 @@ HIERARCHY_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gathe
      (POLICIES[3], dict(layout=int(Layout.WORKER_MAJOR), pool="shm"))]
 
 
+#: The options beyond the paper (off by default), on G-Binary SIGN over 3 steps.
+OPTION_CASES = [(POLICIES[2], dict(error_feedback=True)), (POLICIES[2], dict(scale=True))]
+
+
 @pytest.fixture(scope="module", params=[2, 4], ids=["2-ranks", "4-ranks"])
 def exact(request, job):
     world = request.param
@@ -119,3 +123,30 @@ def test_pool_bytes(exact):
             assert v["traffic"]["pool_write"] == lines * lanes // 8
             assert v["traffic"]["pool_read"] == lines * 64
             assert v["traffic"]["low_elements"] == sum(n for _, n in SIZES)
+
+
+def test_error_feedback(job):
+    """Each rank packs the signs of p = g + e, e = p - mean|p| sign(p) of the
+    step before (per parameter: each is its own run of the bucket here)."""
+    from ranks import SIZES, gradient
+    values = [r.value["options"][0] for r in job(2)]
+    for index, (_, n) in enumerate(SIZES):
+        e = np.zeros((2, n), np.float32)
+        for step in range(3):
+            p = np.stack([gradient(r, step, index, n) for r in range(2)]) + e
+            e = p - np.abs(p).mean(axis=1, keepdims=True) * np.sign(p)
+            want = np.sign(np.where(p > 0, 1, -1).sum(axis=0)).astype(np.float32)
+            for rank in range(2):
+                np.testing.assert_array_equal(values[rank]["grads"][step][index], want)
+
+
+def test_scale(job):
+    """The majority sign times the ranks' mean of mean|g| over the run."""
+    from ranks import SIZES, gradient
+    values = [r.value["options"][1] for r in job(2)]
+    for step in range(3):
+        for index, (_, n) in enumerate(SIZES):
+            g = np.stack([gradient(r, step, index, n) for r in range(2)])
+            want = np.sign(np.where(g > 0, 1, -1).sum(axis=0)) * np.abs(g).mean(axis=1).mean()
+            for rank in range(2):
+                np.testing.assert_allclose(values[rank]["grads"][step][index], want, rtol=1e-6)
