@@ -19,7 +19,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures
+.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -37,6 +37,9 @@ help:
 	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from contract/regmap.py"
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
 	@echo "make bench        golden-model throughput on a 64 MiB buffer; gradient runtime through the device model"
+	@echo "make bench-ddp    the DDP hook's pack and decode on one core -> build/reports/ddp_bench.json"
+	@echo "make ddp          torchrun training with the DDP hooks, 2/4/8 processes, and the 1M-parameter"
+	@echo "                  speed runs -> build/reports/ddp.{md,json}, ddp.png (make ddp-quick: smoke run)"
 	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
 	@echo "make train-quick  seconds-long smoke run of the training experiments -> build/reports/quick/"
 	@echo "make hierarchy    multi-hop study (exact counts vs re-quantizing per hop), 64-worker training,"
@@ -86,6 +89,15 @@ test-long: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m neuron_fabric.sim.bench_golden
 	$(PY) -m neuron_fabric.sim.bench_runtime
+
+bench-ddp: $(STAMP)
+	$(PY) -m neuron_fabric.experiments.ddp.bench --out build/reports
+
+ddp: bench-ddp
+	$(PY) -m neuron_fabric.experiments.ddp.report --out build/reports
+
+ddp-quick: $(STAMP)
+	$(PY) -m neuron_fabric.experiments.ddp.report --quick --out build/reports
 
 train: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --out build/reports

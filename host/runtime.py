@@ -80,7 +80,7 @@ from neuron_fabric.models.traffic import packed_lines
 
 __all__ = ["GroupPolicy", "FP32", "G_BINARY", "G_TERNARY", "G_TERNARY_ROTATING", "G_BINARY_MARGIN",
            "g_ternary_margin", "GroupWindow", "GroupTraffic", "GradientRuntime",
-           "write_worker_major", "TwoLevelRuntime", "Hierarchy"]
+           "write_worker_major", "TwoLevelRuntime"]
 
 
 class GradientRuntime:
@@ -317,7 +317,3 @@ class GradientRuntime:
         total.steps = max((t.steps for t in out.values()), default=0)
         out["total"] = total
         return out
-
-
-#: The former name of :class:`TwoLevelRuntime`, kept importable.
-Hierarchy = TwoLevelRuntime

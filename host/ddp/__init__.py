@@ -1,0 +1,1 @@
+"""NEURON-Fabric in a PyTorch training stack: a DDP communication hook."""

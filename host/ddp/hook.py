@@ -1,0 +1,874 @@
+"""A PyTorch DDP communication hook that aggregates gradients through
+NEURON-Fabric.
+
+Each rank of the job is one worker of one controller: ranks ``c*R .. c*R +
+R - 1`` share controller ``c`` (``R`` ranks a controller, at most 16).  For
+every DDP bucket the hook (:func:`fabric_hook`, state :class:`FabricState`)
+splits the bucket by parameter group (``bucket.parameters()``); each group
+has a window of the controller's memory and, on a low-bit path, a region of
+its region table programmed through the driver
+(:class:`~neuron_fabric.host.driver.Driver`, by
+:class:`~neuron_fabric.host.runtime.GradientRuntime`).
+
+Low-bit groups (G-Binary, G-Ternary):
+
+1. *write*: the rank packs its gradient signs in torch
+   (:func:`.pack.pack_signs`) into its own segment of each line of the
+   group's window, worker-major (contract section 5.2): the bytes its
+   MemWrPtl would carry, stored into the pool (:mod:`.pool`: shared memory
+   on one host, an all-gather across hosts);
+2. *barrier*: a small all-reduce over every rank, which also carries fault
+   flags (and, with ``scale``, the ranks' mean magnitudes);
+3. *read*: the lines are read through the controller's device model
+   (:class:`~neuron_fabric.host.device.Device`) with the region's mode,
+   format and gate, so every rank decodes the same aggregate.
+
+With several controllers, each level-1 read is G-Binary COUNT (the exact
+counts), the counts are written as contributor ``c`` of a level-2 window of
+count lines (contract section 5.3, COUNTS4 or COUNTS8, worker-major) and the
+level-2 read applies the group's mode, format and gate to the exact count
+over every rank (section 5.4).
+
+FP32 groups are averaged by an all-reduce over every rank (``allreduce_hook``
+when the whole bucket is FP32).
+
+A controller built for W workers with R < W ranks (W is the smallest of 4,
+8, 16 at least R; W - R must be even) has its W - R spare worker slots
+written once as cancelling pairs, one all-positive and one all-non-positive,
+so every vote margin is the R ranks' own.
+"""
+
+import math
+import socket
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from neuron_fabric.host import golden
+from neuron_fabric.host.control import FP32 as FP32_MODE, MODE_POLICY
+from neuron_fabric.host.device import Device, read_response
+from neuron_fabric.host.driver import Driver
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, Mode, Operand, TopParams, count_geometry
+from neuron_fabric.contract.regmap import count_total_max
+from neuron_fabric.host.runtime import FP32, GradientRuntime, GroupPolicy
+from neuron_fabric.host.ddp.pack import decode_direction, decode_lanes, pack_counts, pack_signs
+from neuron_fabric.host.ddp.pool import GatherPool, ShmPool, Window
+
+__all__ = ["FabricConfig", "FabricState", "fabric_hook", "RankLostError", "Event",
+           "StepTraffic", "controller_workers", "policy_of"]
+
+#: Largest ranks per controller (W = 16, contract section 1).
+MAX_RANKS_PER_CONTROLLER = 16
+
+
+class RankLostError(RuntimeError):
+    """A collective of the hook failed or timed out: names the ranks that did
+    not answer (``missing``) when the job's store could be asked."""
+
+    def __init__(self, message, missing=()):
+        super().__init__(message)
+        self.missing = tuple(missing)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A mode change every rank made before ``step`` (the same on every rank).
+
+    ``kind``: ``"warm-up end"``, ``"admission"``, ``"re-admission"``,
+    ``"recovery"`` (the Supervisor returned every group to FP32) or
+    ``"fault"`` (every group on FP32 for the rest of the run).
+    """
+    step: int
+    kind: str
+    modes: dict
+    detail: str = ""
+
+
+@dataclass
+class StepTraffic:
+    """Bytes one rank moved in one step.
+
+    ``pool_write``, ``pool_read``: what a CXL pool would move for this rank's
+    low-bit groups (its own segments written, 1 bit per element, padding
+    included; the response lines it reads: W-bit lanes, or 32-bit lanes on
+    the level-2 read).  ``fp32_elements``: elements on the FP32 path (an
+    FP32 pool would move 4 bytes each way per element).  ``low_elements``:
+    elements on a low-bit path.  ``gathered``: bytes this rank sent in
+    all-gathers of segments (the cross-host pool; 0 on shared memory).
+    """
+    pool_write: int = 0
+    pool_read: int = 0
+    fp32_elements: int = 0
+    low_elements: int = 0
+    diag_elements: int = 0
+    gathered: int = 0
+
+    def fp32_bytes(self):
+        """What an FP32 pool would move for every element: 4 bytes up and 4 down."""
+        return 8 * (self.fp32_elements + self.low_elements)
+
+
+def controller_workers(ranks):
+    """W of a controller for ``ranks`` ranks: the smallest of 4, 8, 16 that is
+    at least ``ranks`` with ``W - ranks`` even (spare slots pair up)."""
+    if not 1 <= ranks <= MAX_RANKS_PER_CONTROLLER:
+        raise ValueError(f"a controller takes 1..{MAX_RANKS_PER_CONTROLLER} ranks, not {ranks}")
+    for w in (4, 8, 16):
+        if w >= ranks and (w - ranks) % 2 == 0:
+            return w
+    raise ValueError(f"{ranks} ranks: no controller width W in (4, 8, 16) with W - {ranks} even")
+
+
+def policy_of(mode):
+    """A group's :class:`GroupPolicy` from a mode name (``"fp32"``,
+    ``"gbinary"``, ``"gternary"``: the control plane's) or a policy."""
+    if isinstance(mode, GroupPolicy):
+        return mode
+    if mode not in MODE_POLICY:
+        raise ValueError(f"mode must be one of {sorted(MODE_POLICY)} or a GroupPolicy, not {mode!r}")
+    return MODE_POLICY[mode]
+
+
+@dataclass(frozen=True)
+class FabricConfig:
+    """Options of :class:`FabricState`.
+
+    Parameters
+    ----------
+    line_bits : int
+        The controllers' LINE_BITS.
+    ranks_per_controller : int or None
+        R; the world size when None (at most 16).  The world size must be a
+        multiple of R.
+    layout : Layout
+        How sign lines are written: WORKER_MAJOR (each rank its own
+        segment, what a shared pool needs) or ELEMENT_MAJOR (the lines
+        assembled from every rank's signs, as one writer holding them all
+        would write them with MemWr).  Count lines are worker-major.
+    pool : str
+        ``"shm"`` (shared memory, ranks of a controller on one host),
+        ``"gather"`` (all-gather of segments), ``"auto"`` (shm when every
+        rank of the job is on one host).
+    warmup_steps : int
+        Steps on FP32 for every group before the groups' policies apply
+        (paper section 3: training starts on FP32).  With a live control
+        plane the Commander decides instead.
+    error_feedback : bool
+        Ours, beyond the paper (off by default): each rank keeps the
+        residual ``e = p - mean|p| * sign(p)`` of ``p = g + e`` and packs the
+        signs of ``p``.
+    scale : bool
+        Ours, beyond the paper (off by default): a low-bit direction is
+        multiplied by the mean over ranks of the piece's mean magnitude
+        ``mean|g|``, so it has the gradient's scale.
+    timeout_s : float
+        The process group's timeout (given to ``init_process_group``): a
+        collective that has not completed by then fails.
+    census_s : float
+        After a failed collective, how long the surviving ranks wait for each
+        other in the store before naming the ranks that did not answer.
+    diagnostics : bool
+        On steps where every group is FP32, also aggregate the signs in low
+        bit (one all-gather of 1 bit per element per rank) and record the
+        cosine of each low-bit mode's direction with the FP32 mean per group
+        (the Commander's warm-up diagnostic).  The live control plane turns
+        it on when it wants them.
+    regions : int
+        Regions of each controller's region table (at least the number of
+        groups).
+    """
+    line_bits: int = 512
+    ranks_per_controller: int = None
+    layout: Layout = Layout.WORKER_MAJOR
+    pool: str = "auto"
+    warmup_steps: int = 0
+    error_feedback: bool = False
+    scale: bool = False
+    timeout_s: float = 60.0
+    census_s: float = 5.0
+    diagnostics: bool = False
+    regions: int = 8
+
+    def __post_init__(self):
+        if self.pool not in ("auto", "shm", "gather"):
+            raise ValueError(f"pool must be 'auto', 'shm' or 'gather', not {self.pool!r}")
+        if self.layout not in tuple(Layout):
+            raise ValueError(f"layout must be a Layout, not {self.layout!r}")
+
+
+def _sync(coro):
+    """Run a coroutine of the device model or the driver, which never waits
+    on anything, to completion in this thread."""
+    try:
+        coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coro.close()
+    raise RuntimeError("a device call suspended; the hook drives an untimed model only")
+
+
+@dataclass
+class _Piece:
+    """A run of one group's parameters in a bucket."""
+    group: str
+    start: int          # in the bucket's buffer, elements
+    stop: int
+    cursor: int         # the run's first element in the group's window (aligned)
+    params: list = None  # (id, elements) of its parameters, in order
+
+    @property
+    def n(self):
+        return self.stop - self.start
+
+
+class _Regions:
+    """The controller's region table for the groups, as the control plane sees
+    a runtime (``windows``, ``policies``, ``regions``, ``set_policy``,
+    ``host_fp32``): level 1 through a :class:`GradientRuntime`; with several
+    controllers, level-1 regions read exact counts (G-Binary COUNT) and the
+    group's mode goes to its level-2 region."""
+
+    def __init__(self, rt1, driver2, windows2, layout, operand, total):
+        self.rt1 = rt1
+        self.driver2 = driver2
+        self.windows2 = windows2
+        self.layout = layout
+        self.operand = operand
+        self.total = total
+        self._policies = {g: FP32 for g in rt1.windows}
+        self._regions2 = {}
+        self._stranded2 = set()
+
+    @property
+    def windows(self):
+        return self.rt1.windows
+
+    @property
+    def policies(self):
+        return dict(self._policies)
+
+    @property
+    def regions(self):
+        return self.rt1.regions if self.driver2 is None else dict(self._regions2)
+
+    def _level1(self, policy):
+        if self.driver2 is None or not policy.low_bit:
+            return policy
+        return GroupPolicy(Mode.GBINARY, Format.COUNT, layout=self.layout)
+
+    async def set_policy(self, name, policy):
+        policy = replace(policy, layout=self.layout) if policy.low_bit else FP32
+        await self.rt1.set_policy(name, self._level1(policy))
+        if self.driver2 is not None:
+            await self._set_level2(name, policy)
+        self._policies[name] = policy
+
+    async def _set_level2(self, name, policy):
+        d, (base, limit) = self.driver2, self.windows2[name]
+        region = self._regions2.get(name)
+        fields = dict(format=policy.format, gate_kind=policy.gate_kind, period=policy.period,
+                      keep=policy.keep, threshold=policy.threshold,
+                      layout=Layout.WORKER_MAJOR, operand=self.operand, total=self.total)
+        if policy.low_bit and region is None:
+            taken = set(self._regions2.values()) | self._stranded2
+            region = next(r for r in range(d.params.regions) if r not in taken)
+            await d.set_region(region, base=base, limit=limit, mode=policy.mode, **fields)
+            self._regions2[name] = region
+        elif policy.low_bit:
+            await d.write(f"REGION{region}_CFG", d.cfg_value(policy.mode, enable=1, **fields))
+        elif region is not None:
+            await d.clear_region(region)
+            del self._regions2[name]
+
+    def host_fp32(self, name):
+        self.rt1.host_fp32(name)
+        region = self._regions2.pop(name, None)
+        if region is not None:
+            self._stranded2.add(region)
+        self._policies[name] = FP32
+
+
+class FabricState:
+    """The hook's state on one rank.
+
+    Parameters
+    ----------
+    groups : dict of str to iterable of Parameter
+        Parameter groups (the model's parameters, each in exactly one group);
+        each group gets a window and, while low-bit, a region.
+    policies : dict of str to str or GroupPolicy
+        Each group's aggregation after the warm-up: ``"fp32"``, ``"gbinary"``,
+        ``"gternary"`` or a :class:`GroupPolicy` (any mode, format and gate
+        the device takes; its layout is the config's).
+    config : FabricConfig
+    process_group : ProcessGroup, optional
+        The group of the job's ranks (WORLD by default).
+    store : Store, optional
+        The job's key-value store (``torch.distributed.TCPStore``), used only
+        after a failed collective to find which ranks are missing.
+
+    Members read by the training script
+    -----------------------------------
+    modes : dict
+        Each group's mode name this step (a :class:`GroupPolicy`'s mode for
+        a custom policy).
+    events : list of Event
+        Every mode change (warm-up end, admission, recovery, fault), the
+        same on every rank.
+    faulted : bool
+    traffic : StepTraffic
+        This step's bytes so far (reset by :meth:`begin_step`).
+    hook_s, hook_cpu_s : float
+        Seconds spent in the hook this step, wall and this thread's CPU
+        (``last_hook_s``, ``last_hook_cpu_s``: the last step's).
+    """
+
+    def __init__(self, groups, policies, config=FabricConfig(), *, process_group=None,
+                 store=None):
+        if not dist.is_initialized():
+            raise RuntimeError("FabricState needs torch.distributed to be initialised")
+        self.config = c = config
+        self.group = process_group or dist.group.WORLD
+        self.world = dist.get_world_size(self.group)
+        self.rank = dist.get_rank(self.group)
+        self.store = store
+        r = c.ranks_per_controller or min(self.world, MAX_RANKS_PER_CONTROLLER)
+        if self.world % r:
+            raise ValueError(f"{self.world} ranks do not split into controllers of {r}")
+        self.ranks_per_controller = r
+        self.controllers = self.world // r
+        self.controller, self.local = divmod(self.rank, r)
+        self.workers = controller_workers(r)
+        self.pad_pairs = (self.workers - r) // 2
+        groups = {name: list(params) for name, params in groups.items()}
+        self._group_of = {}
+        for name, params in groups.items():
+            for p in params:
+                if id(p) in self._group_of:
+                    raise ValueError(f"a parameter is in groups {self._group_of[id(p)]!r} "
+                                     f"and {name!r}")
+                self._group_of[id(p)] = name
+        if set(policies) != set(groups):
+            raise ValueError(f"policies must name exactly the groups {sorted(groups)}, "
+                             f"not {sorted(policies)}")
+        self.groups = tuple(groups)
+        self.policies = {g: self._layout(policy_of(m)) for g, m in policies.items()}
+        self._align = c.line_bits // 4              # the widest E of any W: 128 at 512 bits
+        self._lanes1 = c.line_bits // self.workers   # E
+        self._lanes2 = c.line_bits // COUNT_LANE_BITS
+        self._lb = c.line_bits // 8
+        capacity = {g: max(self._align, sum(-(-p.numel() // self._align) * self._align
+                                             for p in params))
+                    for g, params in groups.items()}
+        self.group_elements = {g: sum(p.numel() for p in params) for g, params in groups.items()}
+        self._setup_devices(capacity)
+        self._setup_pools()
+        self._layouts = {}
+        self._cursor = {}
+        self._residual = {}
+        self.modes = {g: FP32_MODE for g in self.groups}
+        self._low = {g: False for g in self.groups}
+        self.events = []
+        self.faulted = False
+        self.pending_fault = None
+        self.step = 0
+        self.traffic = self.last_traffic = StepTraffic()
+        self.hook_s = self.last_hook_s = 0.0
+        self.hook_cpu_s = self.last_hook_cpu_s = 0.0
+        self.diagnose = c.diagnostics
+        self._diag, self._last_diag = {}, {}
+        self.control = None
+        self._apply_modes(self._fixed_modes(0), "warm-up end" if c.warmup_steps else "")
+
+    # -- setup -------------------------------------------------------------------
+
+    def _layout(self, policy):
+        return replace(policy, layout=self.config.layout) if policy.low_bit else FP32
+
+    def _setup_devices(self, capacity):
+        c = self.config
+        regions = max(c.regions, len(self.groups))
+        self.params1 = TopParams(line_bits=c.line_bits, workers=self.workers, regions=regions)
+        self.dev1 = Device(self.params1)
+        self.driver1 = Driver(self.dev1, self.params1)
+        for g, p in self.policies.items():
+            p.check(self.workers, c.line_bits)
+        rt1 = _sync(GradientRuntime.create(self.dev1, self.driver1, capacity,
+                                           {g: FP32 for g in capacity}))
+        self.windows1 = {g: (w.base, w.lines) for g, w in rt1.windows.items()}
+        self.size1 = max(w.limit for w in rt1.windows.values())
+        self.dev2 = self.driver2 = None
+        self.windows2, self.size2 = {}, 0
+        self.operand, self.total = None, self.workers
+        if self.controllers > 1:
+            g, w = self.controllers, self.workers
+            self.operand = Operand.COUNTS4 if w <= 15 and g <= 8 else Operand.COUNTS8
+            bits, contributors = count_geometry(self.operand)
+            if g > contributors:
+                raise ValueError(f"{g} controllers of W={w}: a level-2 count line holds at most "
+                                 f"{contributors} contributors ({Operand(self.operand).name})")
+            self.total = g * w
+            if self.total > count_total_max(self.operand):
+                raise ValueError(f"total {self.total} exceeds {Operand(self.operand).name}")
+            self.params2 = TopParams(line_bits=c.line_bits, workers=w, regions=regions)
+            self.dev2 = Device(self.params2)
+            self.driver2 = Driver(self.dev2, self.params2)
+            addr = 0
+            for name, cap in capacity.items():
+                lines = -(-cap // self._lanes2)
+                self.windows2[name] = (addr, addr + lines * self._lb)
+                addr += lines * self._lb
+            self.size2 = addr
+        self.regions = _Regions(rt1, self.driver2, self.windows2, c.layout, self.operand,
+                                self.total)
+        _sync(self.driver1.set_default(Mode.BYPASS))
+
+    def _same_host(self):
+        names = [None] * self.world
+        dist.all_gather_object(names, socket.gethostname(), group=self.group)
+        return len(set(names)) == 1
+
+    def _setup_pools(self):
+        c, r = self.config, self.ranks_per_controller
+        kind = c.pool
+        if kind == "auto":
+            kind = "shm" if self._same_host() else "gather"
+        self.pool_kind = kind
+        fill = {}
+        for i in range(self.pad_pairs):
+            fill[r + 2 * i], fill[r + 2 * i + 1] = 0xFF, 0x00
+        ranks = dist.get_process_group_ranks(self.group) if self.group is not dist.group.WORLD \
+            else list(range(self.world))
+        # Every rank takes part in creating every subgroup, in the same order.
+        all_ranks = self.group
+        if kind == "gather":
+            # Every rank takes part in creating every subgroup, in the same order.
+            member_groups = [dist.new_group([ranks[k * r + i] for i in range(r)])
+                             for k in range(self.controllers)] if self.controllers > 1 else None
+            cross_groups = [dist.new_group([ranks[k * r + i] for k in range(self.controllers)])
+                            for i in range(r)] if self.controllers > 1 else None
+            members = member_groups[self.controller] if self.controllers > 1 else self.group
+            self.pool1 = GatherPool(members, r, self._lb, self.workers, fill)
+            self.pool2 = GatherPool(cross_groups[self.local], self.controllers, self._lb,
+                                    count_geometry(self.operand)[1], None) \
+                if self.controllers > 1 else None
+            return
+        names = [ShmPool.new_name() for _ in range(self.controllers + 1)] if self.rank == 0 \
+            else None
+        box = [names]
+        dist.broadcast_object_list(box, src=ranks[0], group=all_ranks)
+        names = box[0]
+        if self.local == 0:
+            self.pool1 = ShmPool(names[self.controller], self.size1, self._lb, self.workers,
+                                 create=True, fill=fill)
+            for base, lines in self.windows1.values():
+                self.pool1.prefill(Window(base, lines))
+        if self.rank == 0 and self.controllers > 1:
+            self.pool2 = ShmPool(names[-1], self.size2, self._lb,
+                                 count_geometry(self.operand)[1], create=True)
+        dist.barrier(group=all_ranks)
+        if self.local != 0:
+            self.pool1 = ShmPool(names[self.controller], self.size1, self._lb, self.workers,
+                                 create=False, fill=fill)
+        if self.controllers > 1 and self.rank != 0:
+            self.pool2 = ShmPool(names[-1], self.size2, self._lb,
+                                 count_geometry(self.operand)[1], create=False)
+        elif self.controllers == 1:
+            self.pool2 = None
+        dist.barrier(group=all_ranks)
+
+    def close(self):
+        """Release the shared memory (after the last step, on every rank)."""
+        for pool in (getattr(self, "pool1", None), getattr(self, "pool2", None)):
+            if pool is not None:
+                pool.close()
+        self.pool1 = self.pool2 = None
+
+    # -- modes -------------------------------------------------------------------
+
+    def _fixed_modes(self, step):
+        if step < self.config.warmup_steps:
+            return {g: FP32_MODE for g in self.groups}
+        return {g: self._mode_name(p) for g, p in self.policies.items()}
+
+    @staticmethod
+    def _mode_name(policy):
+        for name, p in MODE_POLICY.items():
+            if replace(p, layout=policy.layout) == policy:
+                return name
+        return Mode(policy.mode).name.lower() if policy.low_bit else FP32_MODE
+
+    def _policy_for(self, group, mode):
+        if mode == FP32_MODE:
+            return FP32
+        p = self.policies[group]
+        if p.low_bit and self._mode_name(p) == mode:
+            return p
+        return self._layout(MODE_POLICY[mode])
+
+    def _apply_modes(self, modes, kind, detail="", program=True):
+        """Program every group whose mode changes (this rank's devices, unless
+        ``program`` is False: rank 0's control plane did); a failure is a
+        pending fault, reported at the next barrier."""
+        changed = False
+        for g, mode in modes.items():
+            if mode == self.modes[g]:
+                continue
+            changed = True
+            policy = self._policy_for(g, mode)
+            try:
+                if program and self.pending_fault is None and not self.faulted:
+                    _sync(self.regions.set_policy(g, policy))
+            except Exception as err:      # the device refused: every rank goes FP32
+                self.pending_fault = f"rank {self.rank}: group {g!r} -> {mode}: " \
+                                     f"{type(err).__name__}: {err}"
+            self.modes[g] = mode
+            self._low[g] = policy.low_bit
+        if changed and kind:
+            self.events.append(Event(self.step, kind, dict(self.modes), detail))
+
+    def set_modes(self, modes, kind="", detail=""):
+        """Set the modes of the next step (every rank must call it alike)."""
+        if not self.faulted:
+            self._apply_modes(modes, kind, detail)
+
+    def fault(self, detail):
+        """Every group on FP32 for the rest of the run, on this rank (every
+        rank calls it on the same step: the flag came through a collective)."""
+        if self.faulted:
+            return
+        self.faulted = True
+        for g in self.groups:
+            try:
+                _sync(self.regions.set_policy(g, FP32))
+            except Exception:    # the host path needs no device
+                self.regions.host_fp32(g)
+            self.modes[g] = FP32_MODE
+            self._low[g] = False
+        self.pending_fault = None
+        self.events.append(Event(self.step, "fault", dict(self.modes), detail))
+
+    def begin_step(self, step=None):
+        """Start a step (every rank alike): with a control plane attached
+        (:mod:`.control`), its decision for the step applies; without one the
+        fixed modes (warm-up, then the policies) follow the hook's own step
+        count and calling this is optional."""
+        if step is not None and step != self.step:
+            self.step = step
+            if self.control is None and not self.faulted:
+                self._apply_modes(self._fixed_modes(self.step), "warm-up end")
+        if self.control is not None:
+            self.control.before_step(self.step)
+
+    def end_step(self):
+        """Close a step (the hook calls it after the last bucket): this
+        step's bytes, hook time and diagnostics move to ``last_traffic``,
+        ``last_hook_s`` and :meth:`diagnostics`; the next step's fixed modes
+        apply."""
+        self.last_traffic, self.traffic = self.traffic, StepTraffic()
+        self.last_hook_s, self.hook_s = self.hook_s, 0.0
+        self.last_hook_cpu_s, self.hook_cpu_s = self.hook_cpu_s, 0.0
+        self._last_diag, self._diag = self._diag, {}
+        self.step += 1
+        if self.control is None and not self.faulted:
+            self._apply_modes(self._fixed_modes(self.step), "warm-up end")
+
+    # -- collectives ---------------------------------------------------------------
+
+    def _collective(self, what, fn):
+        try:
+            return fn()
+        except Exception as err:     # gloo: timeout, or a peer's connection closed
+            raise self._lost(what, err) from err
+
+    def _lost(self, what, err):
+        msg = f"NEURON-Fabric hook: {what} at step {self.step} failed on rank {self.rank}"
+        if self.store is None:
+            return RankLostError(f"{msg} (no store to find the missing rank; the process "
+                                 f"group's timeout is {self.config.timeout_s} s): {err}")
+        try:
+            self.store.set(f"census/{self.rank}", "alive")
+            deadline = time.monotonic() + self.config.census_s
+            while True:
+                present = [r for r in range(self.world) if self.store.check([f"census/{r}"])]
+                if len(present) == self.world or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+        except Exception as store_err:       # the store's host is gone too
+            return RankLostError(f"{msg}; the store cannot be reached either "
+                                 f"({type(store_err).__name__}: {store_err}): {err}")
+        missing = [r for r in range(self.world) if r not in present]
+        if not missing:
+            return RankLostError(f"{msg}: every rank is alive: {err}")
+        names = ", ".join(str(m) for m in missing)
+        return RankLostError(f"{msg}: rank {names} did not take part within the "
+                             f"{self.config.timeout_s} s timeout ({len(missing)} of "
+                             f"{self.world} ranks missing): {type(err).__name__}: {err}",
+                             missing)
+
+    def _all_reduce(self, what, tensor, op=dist.ReduceOp.SUM, group=None):
+        self._collective(what, lambda: dist.all_reduce(tensor, op=op,
+                                                        group=group or self.group))
+        return tensor
+
+    # -- bucket layout ---------------------------------------------------------------
+
+    def _pieces(self, bucket):
+        params = bucket.parameters()
+        key = tuple(id(p) for p in params)
+        known = self._layouts.get(bucket.index())
+        if known is not None and known[0] == key:
+            return known[1]
+        if known is not None:     # DDP rebuilt its buckets: lay every window out anew
+            self._layouts.clear()
+            self._cursor.clear()
+        buf = bucket.buffer()
+        size = buf.element_size()
+        pieces = []
+        for p, g in zip(params, bucket.gradients()):
+            name = self._group_of.get(id(p))
+            if name is None:
+                raise ValueError(f"bucket {bucket.index()}: a parameter of shape "
+                                 f"{tuple(p.shape)} is in no group")
+            start = (g.data_ptr() - buf.data_ptr()) // size
+            if pieces and pieces[-1].group == name and pieces[-1].stop == start:
+                pieces[-1].stop += g.numel()
+                pieces[-1].params.append((id(p), g.numel()))
+            else:
+                pieces.append(_Piece(name, start, start + g.numel(), 0, [(id(p), g.numel())]))
+        for piece in pieces:
+            piece.cursor = self._cursor.get(piece.group, 0)
+            self._cursor[piece.group] = piece.cursor + -(-piece.n // self._align) * self._align
+        self._layouts[bucket.index()] = (key, pieces)
+        return pieces
+
+    # -- one bucket ---------------------------------------------------------------------
+
+    def communicate(self, bucket):
+        t0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            out = self._communicate(bucket)
+        finally:
+            self.hook_s += time.perf_counter() - t0
+            self.hook_cpu_s += time.thread_time() - c0
+        if bucket.is_last():
+            self.end_step()
+        return out
+
+    def _communicate(self, bucket):
+        buf = bucket.buffer()
+        pieces = self._pieces(bucket)
+        low = [p for p in pieces if self._low[p.group] and not self.faulted]
+        fp = [p for p in pieces if p not in low]
+        if not low and not (self.diagnose and not self.faulted):
+            self.traffic.fp32_elements += buf.numel()
+            return self._fp32_future(buf)
+        results = self._low_bit(buf, low) if low else {}
+        if results is None:                 # a fault: this bucket on FP32 after all
+            fp, results = pieces, {}
+        if fp:
+            flat = torch.cat([buf[p.start:p.stop] for p in fp]) if len(fp) > 1 else \
+                buf[fp[0].start:fp[0].stop].clone()
+            flat.div_(self.world)
+            self._all_reduce("FP32 all-reduce", flat)
+            self.traffic.fp32_elements += flat.numel()
+            at = 0
+            for p in fp:
+                results[id(p)] = flat[at:at + p.n]
+                at += p.n
+            if self.diagnose and not low and not self.faulted:
+                self._diagnostics(buf, fp, results)
+        for p in pieces:
+            buf[p.start:p.stop].copy_(results[id(p)])
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+    def _fp32_future(self, buf):
+        buf.div_(self.world)
+        try:
+            work = dist.all_reduce(buf, group=self.group, async_op=True)
+        except Exception as err:
+            raise self._lost("FP32 all-reduce", err) from err
+
+        def done(fut):
+            try:
+                return fut.value()[0]
+            except Exception as err:
+                raise self._lost("FP32 all-reduce", err) from err
+        return work.get_future().then(done)
+
+    def _signs_source(self, g, piece):
+        """The values whose signs this rank packs (error feedback adds its residual)."""
+        if not self.config.error_feedback:
+            return g
+        e = torch.cat([self._residual.get(pid, torch.zeros(n)) for pid, n in piece.params])
+        p = g + e
+        residual = p - p.abs().mean() * torch.sign(p)
+        at = 0
+        for pid, n in piece.params:            # kept per parameter: DDP may rebuild buckets
+            self._residual[pid] = residual[at:at + n]
+            at += n
+        return p
+
+    def _low_bit(self, buf, low):
+        """Aggregate the low-bit pieces; ``{id(piece): direction}``, or None
+        when a rank reported a fault (every rank then takes FP32)."""
+        c, r, w = self.config, self.ranks_per_controller, self.workers
+        lanes1, lb = self._lanes1, self._lb
+        flags = torch.zeros(1 + len(low), dtype=torch.float64)
+        if self.pending_fault is not None:
+            flags[0] = 1
+        plan = []
+        for pool in (self.pool1, self.pool2):
+            if pool is not None:
+                pool.begin()
+        try:
+            for i, p in enumerate(low):
+                g = buf[p.start:p.stop]
+                base, _ = self.windows1[p.group]
+                lines = -(-p.n // lanes1)
+                window = Window(base + (p.cursor // lanes1) * lb, lines)
+                seg = pack_signs(self._signs_source(g, p), lines * lanes1)
+                self.traffic.pool_write += self.pool1.write(window, self.local, seg)
+                self.traffic.low_elements += p.n
+                if c.scale:
+                    flags[1 + i] = float(g.abs().mean())
+                plan.append((p, window))
+        except Exception as err:
+            self.pending_fault = f"rank {self.rank}: write: {type(err).__name__}: {err}"
+            flags[0] = 1
+        self._all_reduce("barrier before the read", flags)
+        if flags[0]:
+            return self._fallback()
+        out, level2 = {}, []
+        for i, (p, window) in enumerate(plan):
+            resp = self._read_level1(p, window)
+            if self.controllers == 1:
+                out[id(p)] = self._finish(p, resp, w, r, self.pad_pairs, flags[1 + i])
+            else:
+                level2.append((i, p, decode_lanes(resp, w, Format.COUNT, p.n)))
+        if self.controllers > 1:
+            self._write_level2(level2)
+            check = self._all_reduce("barrier before the level-2 read", torch.tensor(
+                [1.0 if self.pending_fault else 0.0], dtype=torch.float64))
+            if check[0]:
+                return self._fallback()
+            for i, p, _ in level2:
+                resp = self._read_level2(p)
+                out[id(p)] = self._finish(p, resp, COUNT_LANE_BITS, self.controllers * r,
+                                          self.controllers * self.pad_pairs, flags[1 + i])
+        return out
+
+    def _read(self, level, device, addr, lines, raw):
+        """Read ``raw`` (stored at ``addr``) through ``device``.  When the
+        device fails the read (a memory error), the rank computes the same
+        response in software from the lines and the region's configuration
+        (``device.read_response``, the model's own rule), so every rank
+        still holds the same aggregate this step; the fault is reported at
+        the next barrier, where every rank goes FP32."""
+        device.poke(addr, raw)
+        try:
+            resp = _sync(device.read_lines(addr, lines))
+        except Exception as err:
+            if self.pending_fault is None:
+                self.pending_fault = f"rank {self.rank}: level-{level} read: " \
+                                     f"{type(err).__name__}: {err}"
+            cfg, index = device.read_config(addr)
+            resp = read_response(device.params, device.profile, raw, index, cfg)
+        self.traffic.pool_read += resp.size
+        return resp
+
+    def _read_level1(self, p, window):
+        lines = self.pool1.read(window)
+        if self.config.layout == Layout.ELEMENT_MAJOR:
+            lines = golden.to_element_major(lines, self.workers)
+        return self._read(1, self.dev1, window.offset, window.lines, lines)
+
+    def _write_level2(self, level2):
+        bits, _ = count_geometry(self.operand)
+        for _, p, counts in level2:
+            base, _ = self.windows2[p.group]
+            lines = -(-p.n // self._lanes2)
+            window = Window(base + (p.cursor // self._lanes2) * self._lb, lines)
+            # A controller's counts are written once, by its first rank; across
+            # hosts each rank all-gathers them from its peers of the same local
+            # index in the other controllers (every rank of a controller holds them).
+            if self.local != 0 and self.pool_kind == "shm":
+                self.pool2.skip(window)
+                continue
+            padded = np.zeros(lines * self._lanes2, dtype=np.uint8)
+            padded[:p.n] = counts.numpy()
+            moved = self.pool2.write(window, self.controller, pack_counts(padded, bits))
+            if self.local == 0:
+                self.traffic.pool_write += moved
+
+    def _read_level2(self, p):
+        base, _ = self.windows2[p.group]
+        lines = -(-p.n // self._lanes2)
+        addr = base + (p.cursor // self._lanes2) * self._lb
+        return self._read(2, self.dev2, addr, lines, self.pool2.read(Window(addr, lines)))
+
+    def _finish(self, p, resp, lane_bits, voters, pads, mean_abs):
+        fmt = self.regions.policies[p.group].format
+        d = decode_direction(resp, lane_bits, fmt, p.n, voters, pads)
+        if self.config.scale:
+            d = d * float(mean_abs / self.world)
+        return d
+
+    def _fallback(self):
+        """A rank reported a fault at a barrier: every rank names the faults
+        it saw, then puts every group on FP32."""
+        details = [None] * self.world
+        self._collective("fault report", lambda: dist.all_gather_object(
+            details, self.pending_fault, group=self.group))
+        self.fault("; ".join(d for d in details if d) or "a fault")
+        return None
+
+    # -- warm-up diagnostics ---------------------------------------------------------------
+
+    def _diagnostics(self, buf, pieces, means):
+        """Cosine of each low-bit mode's aggregate of every rank's signs with
+        the FP32 mean, accumulated per group (golden model over all ranks)."""
+        lines_c = self._lanes2
+        for p in pieces:
+            n_pad = -(-p.n // 64) * 64
+            mine = torch.from_numpy(pack_signs(buf[p.start:p.stop], n_pad))
+            parts = [torch.empty_like(mine) for _ in range(self.world)]
+            self._collective("diagnostic all-gather",
+                             lambda: dist.all_gather(parts, mine, group=self.group))
+            self.traffic.diag_elements += p.n
+            signs = np.unpackbits(np.stack([t.numpy() for t in parts]), axis=1,
+                                  bitorder="little")[:, :p.n].astype(bool)
+            mean = means[id(p)].double()
+            first = p.cursor // lines_c
+            for mode in MODE_POLICY:
+                if mode == FP32_MODE:
+                    continue
+                pol = MODE_POLICY[mode]
+                n_lines = -(-p.n // lines_c)
+                phase = golden.line_phase(np.arange(first, first + n_lines), lines_c, pol.period)
+                resp = golden.transform_wide(signs, pol.mode, pol.format, pol.gate_kind,
+                                             pol.period, pol.keep, pol.threshold, phase,
+                                             line_bits=self.config.line_bits)
+                d = torch.from_numpy(golden.decode_counts(resp, pol.format, p.n)).double()
+                acc = self._diag.setdefault(p.group, {}).setdefault(mode, [0.0, 0.0, 0.0])
+                acc[0] += float(d @ mean)
+                acc[1] += float(d @ d)
+                acc[2] += float(mean @ mean)
+
+    def diagnostics(self):
+        """``{group: {mode: cosine}}`` of the last step (empty when none were taken)."""
+        out = {}
+        for g, per in self._last_diag.items():
+            out[g] = {m: (a[0] / math.sqrt(a[1] * a[2]) if a[1] * a[2] > 0 else 0.0)
+                      for m, a in per.items()}
+        return out
+
+
+def fabric_hook(state, bucket):
+    """The DDP communication hook: ``model.register_comm_hook(state, fabric_hook)``."""
+    return state.communicate(bucket)

@@ -1,0 +1,102 @@
+"""Packing a rank's gradient signs and decoding read responses, in torch.
+
+Everything is vectorised: no Python loop runs per element or per line.
+
+Write side (contract section 5.2, worker-major): worker ``k`` of a W-worker
+controller owns line bits ``[k*E, (k+1)*E)`` (``E = LINE_BITS / W``), bit
+``j`` of its segment being its sign for element ``j`` of the line (1 =
+positive, 0 = zero or negative).  A rank's signs for ``L`` lines are
+therefore its elements' sign bits packed LSB first, ``E / 8`` bytes a line:
+:func:`pack_signs` gives them as a ``(L, E / 8)`` array, the bytes its
+MemWrPtl of each line would carry.
+
+Read side: a G-Binary / G-Ternary read returns W-bit output lanes (contract
+section 2), a count-operand read 32-bit lanes (section 5.3).
+:func:`decode_lanes` turns them into one integer per element (COUNT
+unsigned, MARGIN and SIGN two's complement), as ``golden.decode`` and
+``golden.decode_counts`` do in numpy; :func:`direction` turns those into
+the update direction.
+"""
+
+import numpy as np
+import torch
+
+from neuron_fabric.contract.facts import Format
+
+__all__ = ["pack_signs", "pack_counts", "decode_lanes", "direction", "decode_direction"]
+
+
+def pack_signs(grad, elements):
+    """Sign bits of ``grad`` (1-D float tensor, ``n <= elements``) packed LSB
+    first into ``elements / 8`` bytes (``elements`` a multiple of 64); the
+    elements past ``n`` pack as 0 (non-positive).
+
+    Returns a uint8 numpy array of ``elements / 8`` bytes.
+    """
+    n = grad.numel()
+    if elements % 64 or n > elements:
+        raise ValueError(f"elements must be a multiple of 64 and at least n={n}, not {elements}")
+    bits = torch.empty(elements, dtype=torch.bool)
+    torch.gt(grad.reshape(-1), 0, out=bits[:n])
+    bits[n:] = False
+    # Eight 0/1 bytes as one little-endian word: byte i (bit 8i) moves to
+    # bit i of the word's low byte (the upper bytes are left with junk).
+    x = bits.view(torch.uint8).view(torch.int64)
+    t = torch.empty_like(x)
+    for shift in (7, 14, 28):
+        x.bitwise_or_(torch.bitwise_right_shift(x, shift, out=t))
+    return x.view(torch.uint8)[0::8].contiguous().numpy()
+
+
+def pack_counts(counts, bits):
+    """Partial counts (int array, one per element, ``0 .. 2**bits - 1``) as
+    one contributor's segment of count lines, worker-major (contract
+    section 5.3): element ``j`` at bit offset ``j * bits``.  ``bits`` is 4
+    or 8; the number of counts must be even for 4.  Returns uint8 bytes."""
+    c = np.asarray(counts, dtype=np.uint8)
+    if bits == 8:
+        return c
+    return c[0::2] | (c[1::2] << np.uint8(4))
+
+
+def _lanes(resp, lane_bits, signed):
+    """The output lanes of ``resp`` as a flat integer tensor (a view where the
+    lanes are whole bytes)."""
+    flat = torch.from_numpy(np.ascontiguousarray(resp).reshape(-1))
+    if lane_bits == 8:
+        return flat.view(torch.int8) if signed else flat
+    if lane_bits == 16:
+        return flat.view(torch.int16)          # counts are at most 16: no sign issue
+    if lane_bits == 32:
+        return flat.view(torch.int32)
+    if lane_bits == 4:
+        v = torch.stack((flat & 0x0F, flat >> 4), dim=1).reshape(-1)
+        return (v.view(torch.int8) ^ 8) - 8 if signed else v
+    raise ValueError(f"lane_bits must be 4, 8, 16 or 32, not {lane_bits!r}")
+
+
+def decode_lanes(resp, lane_bits, fmt, n):
+    """The first ``n`` output lanes of the response lines ``resp`` (uint8
+    numpy, ``(L, LINE_BYTES)``) as an int32 tensor: lanes of ``lane_bits``
+    (4, 8, 16: a W-worker read; 32: a count-operand read), COUNT unsigned,
+    MARGIN and SIGN in two's complement."""
+    return _lanes(resp, lane_bits, fmt != Format.COUNT)[:n].to(torch.int32)
+
+
+def direction(values, fmt, voters, offset=0):
+    """Update direction in [-1, 1] (float32) of decoded lanes over ``voters``
+    workers: SIGN as it is, MARGIN ``a' / voters``, COUNT ``(2 (c' - offset)
+    - voters) / voters``, where ``offset`` is the positive votes that are not
+    workers' (padding slots; 0 without)."""
+    v = values.to(torch.float32)
+    if fmt == Format.SIGN:
+        return v
+    if fmt == Format.MARGIN:
+        return v.div_(voters)
+    return v.sub_(offset).mul_(2).sub_(voters).div_(voters)
+
+
+def decode_direction(resp, lane_bits, fmt, n, voters, offset=0):
+    """:func:`direction` of :func:`decode_lanes`, converting the lanes to
+    float32 in one pass."""
+    return direction(_lanes(resp, lane_bits, fmt != Format.COUNT)[:n], fmt, voters, offset)

@@ -1,0 +1,50 @@
+"""One job of processes per world size, shared by the tests of tests/ddp:
+each process imports torch once and runs every scenario of its plan."""
+
+import pathlib
+import sys
+
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+# ranks.py and oracle.py are imported by name here (and by path in the ranks).
+sys.path.insert(0, str(HERE))
+
+#: The end-to-end run: the easy task, G-Binary, the harness's defaults.
+TRAIN_ARGV = ["--hook", "gbinary", "--task", "digits", "--seed", "0"]
+
+
+def plans():
+    from test_hook_exact import CASES, HIERARCHY_CASES, OPTION_CASES
+    return {
+        2: [("exact", "aggregate", dict(cases=CASES)),
+            ("options", "aggregate", dict(cases=OPTION_CASES, steps=3))],
+        4: [("exact", "aggregate", dict(cases=CASES)),
+            ("control", "control", {}),
+            ("fault-write", "fault", dict(kind="write")),
+            ("fault-read", "fault", dict(kind="read")),
+            ("train", "train", dict(argv=TRAIN_ARGV))],
+        8: [("two-controllers", "aggregate",
+             dict(cases=[(p, dict(c, ranks_per_controller=4)) for p, c in HIERARCHY_CASES])),
+            ("one-controller", "aggregate", dict(cases=HIERARCHY_CASES)),
+            ("stop", "stop", dict(victim=5, timeout_s=10.0))],
+    }
+
+
+_JOBS = {}
+
+
+def run_job(world):
+    """The results of the job of ``world`` ranks: ``{rank: {scenario: value}}``
+    for the ranks that finished (the stopped rank of the 8-rank job does not)."""
+    if world not in _JOBS:
+        from neuron_fabric.host.ddp.launch import spawn
+        results = spawn(f"{HERE / 'ranks.py'}:scenarios", world, dict(plan=plans()[world]),
+                        timeout_s=300)
+        _JOBS[world] = results
+    return _JOBS[world]
+
+
+@pytest.fixture(scope="session")
+def job():
+    return run_job
