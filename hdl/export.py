@@ -18,7 +18,7 @@ from neuron_fabric.host.facts import (DATAPATH_MODULE, DEFAULTS, LINE_BITS_CHOIC
                                       MAX_OUTSTANDING_RANGE, PROFILES, REGIONS_RANGE,
                                       STAGES_RANGE, TOP_MODULE, WORKERS_CHOICES,
                                       TopParams)
-from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.host.cli import ArgumentParser, guarded, parameter_set
 
 from amaranth import Module
 from amaranth.lib import wiring
@@ -239,7 +239,7 @@ def write_verilog(path, text):
 
 def _parser():
     p = ArgumentParser(
-        prog="neuron-fabric-export",
+        prog="neuron-fabric-export", parameters=True,
         description="Write the NEURON-Fabric datapath core and CXL.mem top as "
                     "self-contained Verilog.")
     p.add_argument("--line-bits", type=int, default=DEFAULTS["line_bits"],
@@ -267,8 +267,10 @@ def _parser():
     return p
 
 
+@guarded
 def main(argv=None):
-    """Command line; every error is one line naming the bad value (exit 2)."""
+    """Command line; every error is one line naming the bad value (exit 2),
+    an internal failure one line naming the parameter set (exit 70)."""
     args = _parser().parse_args(argv)
     try:
         # Check every parameter before anything is elaborated, so that a bad
@@ -279,6 +281,10 @@ def main(argv=None):
     except (TypeError, ValueError) as exc:
         print(f"neuron-fabric-export: error: {exc}", file=sys.stderr)
         return 2
+    parameter_set(f"LINE_BITS={params.line_bits} WORKERS={params.workers} "
+                  f"STAGES={params.stages} REGIONS={params.regions} "
+                  f"MAX_OUTSTANDING={params.max_outstanding} profile={params.profile}"
+                  + (" (core only)" if args.no_top else ""))
     core = dict(line_bits=params.line_bits, workers=params.workers, stages=params.stages,
                 profile=params.profile)
     jobs = {DATAPATH_MODULE: (datapath_verilog, core)}

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import golden
-from .cli import ArgumentParser
+from .cli import ArgumentParser, guarded
 from .control import (FP32, LOW_BIT_MODES, MODE_POLICY, Commander, CommanderConfig,
                       ControlPlane, Predictor, Supervisor, SupervisorConfig, TraceRecord)
 from .device import Device
@@ -471,6 +471,7 @@ def plot_ladder_and_late(results, path):
     plt.close(fig)
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.host.pilots",
                         description="The control-plane pilots: pilots.md, pilots.json, plots.")

@@ -12,6 +12,7 @@ counters and region registers are arrays, and region registers exist only for
 
 from dataclasses import dataclass, field as dc_field
 
+from .cli import ArgumentParser, guarded
 from .facts import (CXL_ADDR_BITS, Format, GateKind, Layout, Mode, Operand, TopParams,
                     check_range, count_geometry)
 
@@ -324,11 +325,11 @@ def markdown(params=None):
     return "\n".join(out)
 
 
+@guarded
 def main(argv=None):
-    import argparse
     import pathlib
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.host.regmap",
-                                 description="Write the Markdown register table.")
+    ap = ArgumentParser(prog="python -m neuron_fabric.host.regmap",
+                        description="Write the Markdown register table.")
     ap.add_argument("out", nargs="+", help="output file(s)")
     args = ap.parse_args(argv)
     text = markdown()

@@ -13,6 +13,7 @@ import numpy as np
 
 from neuron_fabric.host import golden
 from neuron_fabric.host.facts import Format, GateKind, Mode
+from neuron_fabric.host.cli import guarded
 
 from .benchcli import bench_main
 
@@ -50,10 +51,12 @@ def bench(mib, repeat, line_bits=512, workers_list=(4, 8, 16), seed=0):
     return rows
 
 
+@guarded
 def main(argv=None):
     return bench_main(bench, prog="python -m neuron_fabric.sim.bench_golden", description=__doc__.splitlines()[0],
                       size_help="buffer size in MiB", out="build/reports/golden_bench.json", argv=argv)
 
 
 if __name__ == "__main__":
-    main()
+    result = main()            # the rows, or an exit status
+    raise SystemExit(result if isinstance(result, int) else 0)

@@ -24,7 +24,7 @@ import numpy as np
 
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.host.cli import ArgumentParser, guarded
 from neuron_fabric.host.facts import TOP_MODULE, TopParams
 from neuron_fabric.host.pilots import (RTL_CONFIG, loop_config_from_json, loop_config_to_json,
                                        train_loop)
@@ -87,9 +87,10 @@ def run_train_rtl(params, cfg, out):
     return json.loads(out.read_text())
 
 
+@guarded
 def main(argv=None):
     import pathlib
-    ap = ArgumentParser(prog="python -m neuron_fabric.sim.cocotb_train",
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.cocotb_train", parameters=True,
                         description="Train with the exported top in the loop and compare "
                                     "with the device model.")
     ap.add_argument("--out", default="build/reports", help="output folder")

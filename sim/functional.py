@@ -11,13 +11,13 @@ Command line: ``python -m neuron_fabric.sim.functional --help``
 (``make functional`` runs it).
 """
 
-import argparse
 import json
 import os
 import sys
 
 import numpy as np
 
+from neuron_fabric.host.cli import ArgumentParser, guarded
 from neuron_fabric.host.golden import encode_signs, line_phase, transform
 from neuron_fabric.host.facts import Format, GateKind, Mode, RwdOpcode
 from neuron_fabric.host.facts import TOP_MODULE
@@ -103,12 +103,15 @@ def _table(results):
     return "\n".join(rows)
 
 
+@guarded
 def main(argv=None):
     from neuron_fabric.host.facts import TopParams
     from .toolchain import BUILD, export_top, run_cocotb
 
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.functional",
-                                 description="Paper section 6 functional check on the top.")
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.functional", parameters=True,
+                        description="Paper section 6 functional check on the top "
+                                    f"({WORKERS} workers; the other parameters at their "
+                                    "defaults).")
     ap.add_argument("--line-bits", type=int, default=512)
     ap.add_argument("--stages", type=int, default=5)
     ap.add_argument("--elements", type=int, default=4000,

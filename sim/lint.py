@@ -12,6 +12,8 @@ file is clean, 1 otherwise, 2 when there is nothing to lint.
 import pathlib
 import sys
 
+from neuron_fabric.host.cli import ArgumentParser, guarded
+
 from .toolchain import lint_verilog
 
 __all__ = ["WAIVERS", "lint_file", "main"]
@@ -58,11 +60,17 @@ def _files(args):
     return files
 
 
+@guarded
 def main(argv=None):
-    args = sys.argv[1:] if argv is None else argv
-    files = _files(args or ["build/verilog"])
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.lint",
+                        description="verilator --lint-only -Wall, with the waivers of "
+                                    "sim/lint.py, on exported Verilog.")
+    ap.add_argument("paths", nargs="*", default=["build/verilog"],
+                    help="folders of .v files, or .v files (default build/verilog)")
+    args = ap.parse_args(argv)
+    files = _files(args.paths)
     if not files:
-        print(f"lint: no .v files in {' '.join(args)}", file=sys.stderr)
+        print(f"lint: no .v files in {' '.join(args.paths)}", file=sys.stderr)
         return 2
     print("lint: verilator --lint-only -Wall; waived warning kinds:")
     for kind, reason in WAIVERS.items():

@@ -62,6 +62,14 @@ class Config:
         if self.module not in (DATAPATH_MODULE, TOP_MODULE):
             raise ValueError(f"module must be {DATAPATH_MODULE!r} or {TOP_MODULE!r}, "
                              f"not {self.module!r}")
+        # the parameters checked against contract section 1 before any tool
+        # runs (a ParameterError names the value)
+        from neuron_fabric.host.facts import (LINE_BITS_CHOICES, STAGES_RANGE, WORKERS_CHOICES,
+                                              check_choice, check_range)
+        resolve_profile(self.profile)
+        check_choice("LINE_BITS", self.line_bits, LINE_BITS_CHOICES)
+        check_choice("WORKERS", self.workers, WORKERS_CHOICES)
+        check_range("STAGES", self.stages, STAGES_RANGE)
 
     @property
     def is_top(self):
@@ -102,13 +110,14 @@ def top_configs(profiles=None):
 
 def resolve_profile(name):
     """A profile name: ``full``, ``paper`` or ``full-no-<feature>``."""
-    from neuron_fabric.host.facts import PROFILES
+    from neuron_fabric.host.facts import FEATURES, PROFILES, ParameterError
     if name in PROFILES:
         return PROFILES[name]
     base, sep, feature = name.partition("-no-")
-    if sep and base in PROFILES:
+    if sep and base in PROFILES and feature in FEATURES:
         return PROFILES[base].without(feature)
-    raise ValueError(f"unknown profile {name!r}")
+    raise ParameterError(f"unknown profile {name!r}: one of {', '.join(sorted(PROFILES))}, "
+                         "or full-no-<feature>")
 
 
 def verilog(config):

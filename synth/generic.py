@@ -18,7 +18,7 @@ import json
 import pathlib
 import sys
 
-from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.host.cli import ArgumentParser, guarded
 
 from . import flowlib
 from .flowlib import Config
@@ -88,8 +88,9 @@ def feature_rows(rows_by_name):
     return out
 
 
+@guarded
 def main(argv=None):
-    p = ArgumentParser(prog="python -m neuron_fabric.synth.generic",
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.generic", parameters=True,
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*",

@@ -12,6 +12,7 @@ import json
 import statistics
 import sys
 
+from neuron_fabric.host.cli import ArgumentParser, guarded
 from neuron_fabric.host.facts import TOP_MODULE
 
 from . import flowlib
@@ -394,7 +395,11 @@ def build(synth, route, ge, features, endpoints=(), sky=()):
     return "\n".join(L) + "\n"
 
 
+@guarded
 def main(argv=None):
+    ArgumentParser(prog="python -m neuron_fabric.synth.report",
+                   description="build/reports/hardware.md with plots, from the flows' "
+                               "reports.").parse_args(argv)
     synth, route, ge, features, endpoints, sky = (
         load(s) for s in ("synth", "route", "ge", "feature_cost", "endpoints", "sky130"))
     if not synth:

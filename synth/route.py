@@ -25,7 +25,7 @@ import pathlib
 import statistics
 import sys
 
-from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.host.cli import ArgumentParser, guarded
 from neuron_fabric.host.facts import TOP_MODULE
 
 from . import blocks, flowlib
@@ -138,8 +138,9 @@ def summarize(rows):
     return out
 
 
+@guarded
 def main(argv=None):
-    p = ArgumentParser(prog="python -m neuron_fabric.synth.route",
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.route", parameters=True,
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*", help="only these widths")

@@ -21,7 +21,7 @@ import json
 import sys
 import time
 
-from neuron_fabric.host.cli import ArgumentParser
+from neuron_fabric.host.cli import ArgumentParser, guarded
 from neuron_fabric.host.facts import DEFAULTS, TOP_MODULE
 
 from . import flowlib, generic, ge, route, sky130
@@ -166,8 +166,9 @@ def markdown(figures, configs, seed, smoke, seconds):
     return "\n".join(md)
 
 
+@guarded
 def main(argv=None):
-    p = ArgumentParser(prog="python -m neuron_fabric.synth.summary",
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.summary", parameters=True,
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--seed", type=int, help="route seed (default: flow.toml's first)")

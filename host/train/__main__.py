@@ -11,7 +11,7 @@ seed and writes every result (curves, diagnostics, traffic) as JSON.
 import json
 import pathlib
 
-from ..cli import ArgumentParser
+from ..cli import ArgumentParser, guarded
 from .harness import TASK_DEFAULTS, RunConfig, train
 from .models import GROUPS
 from .policies import POLICIES, tuned_lr
@@ -36,6 +36,7 @@ def _parser():
     return ap
 
 
+@guarded
 def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)

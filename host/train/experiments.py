@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 import multiprocessing
 
-from ..cli import ArgumentParser
+from ..cli import ArgumentParser, guarded
 from .harness import TASK_DEFAULTS, RunConfig
 from .models import GROUPS
 from .policies import AGGREGATIONS, POLICIES
@@ -148,6 +148,7 @@ def run_all(out, jobs=2, quick=False):
                         quick=quick, wall_seconds=time.perf_counter() - start, jobs=jobs)
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.host.train.experiments",
                         description="Run the training experiments and write the reports.")

@@ -40,7 +40,7 @@ import multiprocessing
 
 import numpy as np
 
-from ..cli import ArgumentParser
+from ..cli import ArgumentParser, guarded
 from .. import hierarchy as hy
 
 __all__ = ["CONFIGS", "REAL_POOL", "study", "timing", "train_all", "run_all", "main"]
@@ -485,6 +485,7 @@ def run_all(out, jobs=2, quick=False, train=True):
     return paths + [out / p for p in result["plots"]]
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.host.train.hierarchy_report",
                         description="Multi-hop comparison study, training at 64 workers, "

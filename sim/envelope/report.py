@@ -5,12 +5,12 @@ Writes ``envelope.md``, ``envelope.json`` and ``envelope_*.png`` into DIR
 (default ``build/reports``).
 """
 
-import argparse
 import dataclasses
 import json
 import pathlib
 import time
 
+from neuron_fabric.host.cli import ArgumentParser, guarded
 from neuron_fabric.host.facts import STAGES_RANGE
 
 from . import commtime, scenarios
@@ -514,9 +514,10 @@ def _fig7(path, times):
     plt.close(fig)
 
 
+@guarded
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.envelope",
-                                 description="Timing-envelope report (Table 4, Fig. 2, 3, 7).")
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.envelope",
+                        description="Timing-envelope report (Table 4, Fig. 2, 3, 7).")
     ap.add_argument("--out", default="build/reports", help="output folder (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="small batches (smoke test)")
     args = ap.parse_args(argv)
