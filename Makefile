@@ -19,7 +19,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
+.PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl configs
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -54,6 +54,8 @@ help:
 	@echo "make report       synth, route, ge, endpoints, sky130 -> build/reports/hardware.md with plots"
 	@echo "make pilots       control-plane pilots (Fig. 6 recovery, live ladder, late update) -> build/reports/pilots.*"
 	@echo "make train-rtl    training with the exported top under Verilator in the loop, against the device model"
+	@echo "make configs      every legal parameter set exported, linted and run against the device model"
+	@echo "                  -> build/reports/configs.{md,json}"
 	@echo "make venv         create or refresh .venv"
 	@echo "make clean        remove build/"
 
@@ -137,6 +139,9 @@ pilots: $(STAMP)
 
 train-rtl: $(STAMP)
 	$(PY) -m neuron_fabric.sim.cocotb_train --out build/reports
+
+configs: $(STAMP)
+	$(PY) -m neuron_fabric.sim.configs --jobs $(JOBS) --out build/reports
 
 clean:
 	rm -rf build

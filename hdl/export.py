@@ -28,7 +28,8 @@ from .datapath import DatapathDesign
 from .rtlil import convert
 
 __all__ = ["FlatDatapath", "FlatHierarchy", "convert", "datapath_verilog",
-           "hierarchy_verilog", "top_verilog", "cached_verilog", "write_verilog", "main"]
+           "hierarchy_verilog", "top_verilog", "cache_entry", "cached_verilog", "write_verilog",
+           "main"]
 
 
 def _flat_port(direction, field):
@@ -184,12 +185,9 @@ def _sources_digest():
     return h.hexdigest()
 
 
-def cached_verilog(export, folder, **params):
-    """``export(**params)`` (one of this module's ``*_verilog`` functions),
-    kept in ``folder`` and reused while the sources, Amaranth and ``params``
-    are the same (elaborating the 512-bit top takes about a minute).  Processes
-    asking for the same export wait for the first one instead of repeating it.
-    A parameter left out and the same parameter at its default are one entry."""
+def cache_entry(export, folder, **params):
+    """The file in ``folder`` that keeps ``export(**params)`` for
+    :func:`cached_verilog` (it exists once the export is kept)."""
     def part(name, value):          # a profile by name or as a Profile: one key
         if name == "profile":
             value = PROFILES.get(value, value) if isinstance(value, str) else value
@@ -208,7 +206,16 @@ def cached_verilog(export, folder, **params):
     key = {k: part(k, v) for k, v in sorted(named.items())}
     digest = hashlib.sha256(json.dumps([_sources_digest(), export.__name__, key])
                             .encode()).hexdigest()[:24]
-    path = pathlib.Path(folder) / f"{export.__name__}-{digest}.v"
+    return pathlib.Path(folder) / f"{export.__name__}-{digest}.v"
+
+
+def cached_verilog(export, folder, **params):
+    """``export(**params)`` (one of this module's ``*_verilog`` functions),
+    kept in ``folder`` and reused while the sources, Amaranth and ``params``
+    are the same (elaborating the 512-bit top takes about a minute).  Processes
+    asking for the same export wait for the first one instead of repeating it.
+    A parameter left out and the same parameter at its default are one entry."""
+    path = cache_entry(export, folder, **params)
     if path.exists():
         return path.read_text()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,17 +6,25 @@ module named after the file (``neuron_fabric_datapath.v`` holds module
 switched off, one kind at a time, each for the reason written next to it:
 they come from the style in which Amaranth and Yosys write Verilog, not
 from the design.  Anything else fails the lint.  Exit status 0 when every
-file is clean, 1 otherwise, 2 when there is nothing to lint.
+file is clean, 1 otherwise, 2 when there is nothing to lint.  A result is
+kept under ``build/cache/lint`` by the file's text, its module name, the
+waivers and Verilator's version, so the same export is linted once.
 """
 
+import hashlib
+import json
+import os
 import pathlib
 import sys
 
 from neuron_fabric.host.cli import ArgumentParser, guarded
 
-from .toolchain import lint_verilog
+from .toolchain import BUILD, lint_verilog
 
-__all__ = ["WAIVERS", "lint_file", "main"]
+__all__ = ["WAIVERS", "LINT_CACHE", "lint_file", "main"]
+
+#: Lint results, one file per linted text (see the module docstring).
+LINT_CACHE = BUILD / "cache" / "lint"
 
 #: Waived Verilator warning kinds and why each is harmless in exported code.
 WAIVERS = {
@@ -47,8 +55,21 @@ WAIVERS = {
 
 def lint_file(path):
     """Lint one exported file; return ``(passed, output)``."""
+    from importlib.metadata import version
     path = pathlib.Path(path)
+    if not path.is_file():                       # (Verilator says so)
+        rc, output = lint_verilog(path, path.stem, waivers=tuple(WAIVERS))
+        return rc == 0, output
+    key = hashlib.sha256(json.dumps([version("verilator"), path.stem, sorted(WAIVERS)])
+                         .encode() + b"\0" + path.read_bytes()).hexdigest()[:24]
+    kept = LINT_CACHE / f"{key}.json"
+    if kept.is_file():
+        return tuple(json.loads(kept.read_text()))
     rc, output = lint_verilog(path, path.stem, waivers=tuple(WAIVERS))
+    LINT_CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps([rc == 0, output]))
+    tmp.replace(kept)
     return rc == 0, output
 
 

@@ -44,6 +44,7 @@ HEAVY_FIRST = (
     "top/test_top_formal.py",
     "sim/test_envelope_rtl.py",
     "top/test_device_rtl.py",
+    "top/test_configs.py",
     "datapath/test_conformance_datapath.py",
     "top/test_top_export.py",
     "datapath/test_datapath_cocotb.py",

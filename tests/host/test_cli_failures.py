@@ -47,6 +47,8 @@ CASES = [
      "neuron_fabric.sim.bench_runtime.bench", "mib=1"),
     ("neuron_fabric.sim.cocotb_train", ["--quick", "--line-bits", "64", "--out", "{tmp}"],
      "neuron_fabric.sim.cocotb_train.run_train_rtl", "line_bits=64"),
+    ("neuron_fabric.sim.configs", ["--only", "L64_W16_S1_R0_O4_full", "--out", "{tmp}"],
+     "neuron_fabric.sim.configs.run_config", "only=['L64_W16_S1_R0_O4_full']"),
     ("neuron_fabric.sim.envelope.report", ["--quick", "--out", "{tmp}"],
      "neuron_fabric.sim.envelope.report.build", "quick=True"),
     ("neuron_fabric.sim.envelope.rtl", ["--verilog", "{tmp}/top.v", "--quick", "--out", "{tmp}"],
@@ -193,7 +195,7 @@ def test_help_states_the_legal_space_and_refusals(monkeypatch):
 
 
 @pytest.mark.parametrize("module", ["neuron_fabric.synth.route", "neuron_fabric.sim.functional",
-                                    "neuron_fabric.sim.latency"])
+                                    "neuron_fabric.sim.configs", "neuron_fabric.sim.latency"])
 def test_flows_that_take_parameters_state_the_legal_space(module, capsys):
     with pytest.raises(SystemExit):
         importlib.import_module(module).main(["--help"])
