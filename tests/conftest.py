@@ -40,6 +40,7 @@ HEAVY_FIRST = (
     "top/test_top_sim.py",
     "top/test_conformance_top.py",
     "top/test_hierarchy_rtl.py",
+    "test_make_targets.py",
     "top/test_train_rtl.py",
     "top/test_top_formal.py",
     "sim/test_envelope_rtl.py",
