@@ -164,7 +164,8 @@ pilots: $(STAMP)
 train-rtl: $(STAMP)
 	$(PY) -m neuron_fabric.sim.cocotb_train $(call smoke,--line-bits 64 --quick) --out $(REPORTS)
 
-# (SMOKE=1: the small top of the cocotb benches, two batches)
+# (SMOKE=1: the small top of the cocotb benches, one random batch after the
+# directed phase, its files under build/configs/smoke)
 configs: $(STAMP)
 	$(PY) -m neuron_fabric.sim.configs --jobs $(JOBS) $(call smoke,--only L64_W4_S2_R4_O8_full --batches 1 --work build/configs/smoke) --out $(REPORTS)
 

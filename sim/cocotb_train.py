@@ -86,7 +86,8 @@ def run_train_rtl(params, cfg, out, quick=False):
     import pathlib
     from .toolchain import BUILD, export_top, run_cocotb
     out = pathlib.Path(out).resolve()        # the bench runs in a folder of its own
-    build_dir = BUILD / "cocotb" / f"train_{params.tag()}"
+    # (a folder of its own for the quick run, which a test runs beside the full one)
+    build_dir = BUILD / "cocotb" / f"train_{params.tag()}{'_quick' if quick else ''}"
     src = export_top(params, BUILD / "cocotb" / "src" / params.tag() / "neuron_fabric.v")
     bench = dict(params.__dict__, train=loop_config_to_json(cfg), out=str(out), quick=quick)
     run_cocotb(sources=[src], toplevel=TOP_MODULE, test_module="neuron_fabric.sim.cocotb_train",

@@ -146,9 +146,10 @@ def verilog_files(configs, jobs):
             texts = list(pool.map(verilog, configs))
     else:
         texts = [verilog(c) for c in configs]
+    from neuron_fabric.hdl.export import write_verilog
     for c, text in zip(configs, texts):
         if not paths[c].exists() or paths[c].read_text() != text:
-            paths[c].write_text(text)
+            write_verilog(paths[c], text)       # in one step: another flow may read it
     return paths
 
 
@@ -169,7 +170,7 @@ def cached(kind, key, compute):
         return json.loads(path.read_text()), True
     result = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")       # (another process may write it too)
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(path)
     return result, False
