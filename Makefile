@@ -19,7 +19,22 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures
+# SMOKE=1 runs every target in its quick form: the smallest configuration,
+# a few steps, one seed, low effort, reports under build/reports/smoke
+# (tests/test_make_targets.py runs each target of the README so, with the
+# configuration variables at the 64-bit top).  $(call smoke,QUICK,FULL)
+# gives a recipe's arguments in either form.
+SMOKE ?=
+smoke = $(if $(SMOKE),$(1),$(2))
+
+# Where reports and the exported Verilog go, and the register tables regdocs
+# writes (a test moves them to a scratch folder).
+REPORTS     ?= build/reports$(call smoke,/smoke)
+VERILOG_DIR ?= build/verilog
+REGDOCS     ?= docs/registers.md build/docs/registers.md
+export NEURON_FABRIC_REPORTS := $(abspath $(REPORTS))
+
+.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -58,6 +73,9 @@ help:
 	@echo "make pilots       control-plane pilots (Fig. 6 recovery, live ladder, late update) -> build/reports/pilots.*"
 	@echo "make train-rtl    training with the exported top under Verilator in the loop, against the device model"
 	@echo "make figures      rewrite README's figure blocks from build/reports/*.json (absent ones kept)"
+	@echo "make configs      every legal parameter set exported, linted and run against the device model"
+	@echo "                  -> build/reports/configs.{md,json}"
+	@echo "SMOKE=1           any target in its quick form (the smallest configuration, a few steps)"
 	@echo "make venv         create or refresh .venv"
 	@echo "make clean        remove build/"
 
@@ -72,87 +90,102 @@ $(STAMP): pyproject.toml
 verilog: $(STAMP)
 	$(VENV)/bin/neuron-fabric-export --line-bits $(LINE_BITS) --workers $(WORKERS) \
 	    --stages $(STAGES) --regions $(REGIONS) --max-outstanding $(MAX_OUTSTANDING) \
-	    --profile $(PROFILE) --out-dir build/verilog --cache build/cache/verilog
+	    --profile $(PROFILE) --out-dir $(VERILOG_DIR) --cache build/cache/verilog
 
 lint: verilog
-	$(PY) -m neuron_fabric.sim.lint build/verilog
+	$(PY) -m neuron_fabric.sim.lint $(VERILOG_DIR)
+
+# (SMOKE=1: one small test module collected, not run, in this process: the
+# options and marks parse; make test itself runs the whole suite)
+PYTEST = $(PY) -m pytest -n $(call smoke,0,$(JOBS)) --dist loadgroup $(call smoke,--collect-only -q)
+TESTS  = $(call smoke,tests/top/test_configs.py,tests)
 
 test: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 -m "not long" tests
+	$(PYTEST) --durations=15 -m "not long" $(TESTS)
 
 test-quick: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup -m "not slow and not long" tests
+	$(PYTEST) -m "not slow and not long" $(TESTS)
 
 test-long: $(STAMP)
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup --durations=15 -m long tests
+	$(PYTEST) --durations=15 -m long $(TESTS)
 
 bench: $(STAMP)
-	$(PY) -m neuron_fabric.sim.bench_golden
-	$(PY) -m neuron_fabric.sim.bench_runtime
+	$(PY) -m neuron_fabric.sim.bench_golden $(call smoke,--mib 1 --repeat 1) --out $(REPORTS)/golden_bench.json
+	$(PY) -m neuron_fabric.sim.bench_runtime $(call smoke,--mib 1 --repeat 1) --out $(REPORTS)/runtime_bench.json
 
+# (SMOKE=1: 1 Mi elements; the quick form's report, 2 processes and a few steps)
 bench-ddp: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.ddp.bench --out build/reports
+	$(PY) -m neuron_fabric.experiments.ddp.bench $(call smoke,--elements 1048576) --out $(REPORTS)
 
 ddp: bench-ddp
-	$(PY) -m neuron_fabric.experiments.ddp.report --out build/reports
+	$(PY) -m neuron_fabric.experiments.ddp.report $(call smoke,--quick) --out $(REPORTS)
 
 ddp-quick: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.ddp.report --quick --out build/reports
+	$(PY) -m neuron_fabric.experiments.ddp.report --quick --out $(REPORTS)
 
 train: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --out build/reports
+	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
 
 train-quick: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --quick --out build/reports/quick
+	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --quick --out $(REPORTS)/quick
 
 hierarchy: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.train.hierarchy_report --jobs $(JOBS) --out build/reports
+	$(PY) -m neuron_fabric.experiments.train.hierarchy_report --jobs $(JOBS) $(call smoke,--quick) --out $(REPORTS)
 
 envelope: $(STAMP)
-	$(PY) -m neuron_fabric.sim.envelope --out build/reports
+	$(PY) -m neuron_fabric.sim.envelope $(call smoke,--quick) --out $(REPORTS)
 
 latency: $(STAMP)
-	$(PY) -m neuron_fabric.sim.latency --profile paper
-	$(PY) -m neuron_fabric.sim.latency --profile full
+	$(PY) -m neuron_fabric.sim.latency --profile paper $(call smoke,--line-bits 64)
+	$(PY) -m neuron_fabric.sim.latency --profile full $(call smoke,--line-bits 64)
 
 envelope-rtl: verilog
-	$(PY) -m neuron_fabric.sim.envelope.rtl --out build/reports
+	$(PY) -m neuron_fabric.sim.envelope.rtl --verilog $(VERILOG_DIR)/neuron_fabric.v $(call smoke,--quick) --out $(REPORTS)
 
 functional: $(STAMP)
-	$(PY) -m neuron_fabric.sim.functional --line-bits $(LINE_BITS) --stages $(STAGES) --simulator $(SIM)
+	$(PY) -m neuron_fabric.sim.functional --line-bits $(LINE_BITS) --stages $(STAGES) --simulator $(SIM) $(call smoke,--elements 256)
 
 regdocs: $(STAMP)
-	$(PY) -m neuron_fabric.contract.regmap docs/registers.md build/docs/registers.md
+	$(PY) -m neuron_fabric.contract.regmap $(REGDOCS)
+
+# (SMOKE=1: the 64-bit paper-profile core, as the flows' own smoke tests)
+FLOW_SMOKE = $(call smoke,--line-bits 64 --profiles paper)
 
 synth: $(STAMP)
-	$(PY) -m neuron_fabric.synth.generic --jobs $(JOBS)
+	$(PY) -m neuron_fabric.synth.generic --jobs $(JOBS) $(FLOW_SMOKE)
 
 route: $(STAMP)
-	$(PY) -m neuron_fabric.synth.route --jobs $(JOBS)
+	$(PY) -m neuron_fabric.synth.route --jobs $(JOBS) $(FLOW_SMOKE) $(call smoke,--smoke)
 
 ge: synth
 	$(PY) -m neuron_fabric.synth.ge
 
 endpoints: $(STAMP)
-	$(PY) -m neuron_fabric.synth.endpoints --jobs $(JOBS) --modules core top
+	$(PY) -m neuron_fabric.synth.endpoints --jobs $(JOBS) $(FLOW_SMOKE) $(call smoke,--smoke --modules core,--modules core top)
 
 sky130: $(STAMP)
-	$(PY) -m neuron_fabric.synth.sky130 --jobs $(JOBS)
+	$(PY) -m neuron_fabric.synth.sky130 --jobs $(JOBS) $(FLOW_SMOKE) $(call smoke,--no-top)
 
 summary: $(STAMP)
-	$(PY) -m neuron_fabric.synth.summary --jobs $(JOBS)
+	$(PY) -m neuron_fabric.synth.summary --jobs $(JOBS) $(FLOW_SMOKE) $(call smoke,--no-top --smoke)
 
 report: synth route ge endpoints sky130
 	$(PY) -m neuron_fabric.synth.report
 
 pilots: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.pilots --out build/reports
+	$(PY) -m neuron_fabric.experiments.pilots $(call smoke,--quick --steps 12) --out $(REPORTS)
 
 train-rtl: $(STAMP)
-	$(PY) -m neuron_fabric.sim.cocotb_train --out build/reports
+	$(PY) -m neuron_fabric.sim.cocotb_train $(call smoke,--line-bits 64 --quick) --out $(REPORTS)
 
+# (SMOKE=1: the small top of the cocotb benches, one random batch after the
+# directed phase, its files under build/configs/smoke)
+configs: $(STAMP)
+	$(PY) -m neuron_fabric.sim.configs --jobs $(JOBS) $(call smoke,--only L64_W4_S2_R4_O8_full --batches 1 --work build/configs/smoke) --out $(REPORTS)
+
+# (SMOKE=1: a copy of README.md in the reports folder is rewritten instead)
 figures: $(STAMP)
-	$(PY) -m neuron_fabric.sim.figures
+	$(call smoke,mkdir -p $(REPORTS) && cp README.md $(REPORTS)/README.md &&) $(PY) -m neuron_fabric.sim.figures --reports $(REPORTS) $(call smoke,--readme $(REPORTS)/README.md)
 
 clean:
 	rm -rf build

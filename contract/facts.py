@@ -16,6 +16,7 @@ __all__ = [
     "FEATURES", "CORE_FEATURES", "TOP_FEATURES", "PROFILES", "Profile",
     "DatapathParams", "TopParams", "CXL_ADDR_BITS", "ReqOpcode", "RwdOpcode",
     "DRS_MEMDATA", "NDR_CMP", "DATAPATH_MODULE", "TOP_MODULE", "check_choice", "check_range",
+    "ParameterError", "REFUSED_COMBINATIONS", "COMBINATION_NOTES",
 ]
 
 #: Verilog module names of the exported core and top.
@@ -184,24 +185,49 @@ PROFILES = {
 }
 
 
+#: Combinations of legal values (contract section 1) that the IP refuses,
+#: as ``(combination, reason)``: none, every combination is built
+#: (``make configs`` exports, lints and simulates one set for every pair of
+#: LINE_BITS and WORKERS in both profiles).
+REFUSED_COMBINATIONS = ()
+
+#: What a legal combination implies that an integrator may not expect.
+COMBINATION_NOTES = (
+    "LINE_BITS 64 with WORKERS 16 has E = 4 lanes: in the worker-major "
+    "layout (contract section 5.2) a worker's segment is 4 bits, two workers "
+    "to a byte, so a worker cannot write its own signs alone with one "
+    "MemWrPtl (byte enables); the transform is the same as for E >= 8.",
+)
+
+
+class ParameterError(ValueError):
+    """A parameter outside contract section 1 (the message names the value)."""
+
+
+class _ParameterTypeError(ParameterError, TypeError):
+    """A parameter that is not an integer."""
+
+
 def _check_integer(name, value):
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, not {value!r}")
+        raise _ParameterTypeError(f"{name} must be an integer, not {value!r}")
 
 
 def check_choice(name, value, choices):
-    """Raise a ``TypeError``/``ValueError`` quoting ``value`` unless it is one of ``choices``."""
+    """Raise a ``TypeError``/``ValueError`` (a :class:`ParameterError`)
+    quoting ``value`` unless it is one of ``choices``."""
     _check_integer(name, value)
     if value not in choices:
-        raise ValueError(f"{name} must be one of {tuple(choices)}, not {value!r}")
+        raise ParameterError(f"{name} must be one of {tuple(choices)}, not {value!r}")
     return value
 
 
 def check_range(name, value, rng):
-    """Raise a ``TypeError``/``ValueError`` quoting ``value`` unless it lies in ``rng``."""
+    """Raise a ``TypeError``/``ValueError`` (a :class:`ParameterError`)
+    quoting ``value`` unless it lies in ``rng``."""
     _check_integer(name, value)
     if value not in rng:
-        raise ValueError(f"{name} must be in {rng.start}..{rng.stop - 1}, not {value!r}")
+        raise ParameterError(f"{name} must be in {rng.start}..{rng.stop - 1}, not {value!r}")
     return value
 
 
@@ -212,7 +238,8 @@ class DatapathParams:
     Raises
     ------
     TypeError, ValueError
-        If a parameter is outside contract section 1; the message names the value.
+        If a parameter is outside contract section 1 (a
+        :class:`ParameterError`); the message names the value.
     """
     line_bits: int = DEFAULTS["line_bits"]
     workers: int = DEFAULTS["workers"]
@@ -224,7 +251,8 @@ class DatapathParams:
         check_choice("WORKERS", self.workers, WORKERS_CHOICES)
         check_range("STAGES", self.stages, STAGES_RANGE)
         if self.profile not in PROFILES:
-            raise ValueError(f"profile must be one of {tuple(PROFILES)}, not {self.profile!r}")
+            raise ParameterError(f"profile must be one of {tuple(PROFILES)}, "
+                                 f"not {self.profile!r}")
 
     @property
     def line_bytes(self):

@@ -10,11 +10,11 @@ counters and region registers are arrays, and region registers exist only for
 ``r < REGIONS``.
 """
 
-import argparse
 import pathlib
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import (
     CXL_ADDR_BITS,
     Format,
@@ -342,9 +342,10 @@ def markdown(params=None):
     return "\n".join(out)
 
 
+@guarded
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.contract.regmap",
-                                 description="Write the Markdown register table.")
+    ap = ArgumentParser(prog="python -m neuron_fabric.contract.regmap",
+                        description="Write the Markdown register table.")
     ap.add_argument("out", nargs="+", help="output file(s)")
     args = ap.parse_args(argv)
     text = markdown()

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import TopParams
 from neuron_fabric.experiments.train import models
 from neuron_fabric.experiments.train.harness import batch_indices, lr_factor, step_functions
@@ -306,16 +306,19 @@ def _summary(result):
                 faults=result["faults"])
 
 
-def _pilot_runs(quick):
-    """``(pilot, trace, cfg)`` for every run."""
+def _pilot_runs(quick, steps=None):
+    """``(pilot, trace, cfg)`` for every run; ``steps``, steps of every run
+    (a smoke run: the degradation window scaled with it)."""
     seeds = SEEDS[:1] if quick else SEEDS
-    easy = dict(task="digits", steps=120 if quick else 300)
+    easy = dict(task="digits", steps=steps or (120 if quick else 300))
     window = Degradation(60, 72) if quick else DEGRADATION
+    if steps:
+        window = Degradation(steps // 2, steps // 2 + max(1, steps // 10))
     runs = []
     for name, kw in RECOVERY_TRACES.items():
         for s in seeds:
             runs.append(("recovery", name, LoopConfig(seed=s, degradation=window, **easy, **kw)))
-    hard = dict(task="pairs", steps=200 if quick else 600)
+    hard = dict(task="pairs", steps=steps or (200 if quick else 600))
     for s in seeds:
         runs.append(("ladder", "live ladder", LoopConfig(seed=s, **hard)))
         for name, split in LADDER_SPLITS.items():
@@ -328,10 +331,10 @@ def _pilot_runs(quick):
     return runs
 
 
-def run_pilots(quick=False, progress=True):
+def run_pilots(quick=False, progress=True, steps=None):
     """Every pilot; returns ``{pilot: {trace: {seed: summary}}}``."""
     from tqdm import tqdm  # deferred: tqdm (train extra)
-    runs = _pilot_runs(quick)
+    runs = _pilot_runs(quick, steps)
     out = {}
     bar = tqdm(total=sum(c.steps for *_, c in runs), desc="pilots", disable=not progress,
                mininterval=0.5, unit="step")
@@ -481,16 +484,21 @@ def plot_ladder_and_late(results, path):
     plt.close(fig)
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.experiments.pilots",
                         description="The control-plane pilots: pilots.md, pilots.json, plots.")
     ap.add_argument("--out", default="build/reports", help="output folder")
     ap.add_argument("--quick", action="store_true", help="one seed, short runs (smoke test)")
+    ap.add_argument("--steps", type=int,
+                    help="steps of every run (a smoke run of the whole pipeline)")
     args = ap.parse_args(argv)
+    if args.steps is not None and args.steps < 4:
+        ap.error(f"--steps must be at least 4, not {args.steps}")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    results = run_pilots(args.quick)
+    results = run_pilots(args.quick, steps=args.steps)
     (out / "pilots.json").write_text(json.dumps(results, indent=1))
     plot_recovery(results, out / "pilots_recovery.png")
     plot_ladder_and_late(results, out / "pilots_ladder_late.png")

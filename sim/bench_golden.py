@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 
-from neuron_fabric.host import golden
+from neuron_fabric.contract.cli import guarded
 from neuron_fabric.contract.facts import Format, GateKind, Mode
-
+from neuron_fabric.host import golden
 from neuron_fabric.sim.benchcli import bench_main
 
 #: (name, mode, format, gate kind, whether the gate is given as the core's
@@ -50,10 +50,12 @@ def bench(mib, repeat, line_bits=512, workers_list=(4, 8, 16), seed=0):
     return rows
 
 
+@guarded
 def main(argv=None):
     return bench_main(bench, prog="python -m neuron_fabric.sim.bench_golden", description=__doc__.splitlines()[0],
                       size_help="buffer size in MiB", out="build/reports/golden_bench.json", argv=argv)
 
 
 if __name__ == "__main__":
-    main()
+    result = main()            # the rows, or an exit status
+    raise SystemExit(result if isinstance(result, int) else 0)

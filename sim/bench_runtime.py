@@ -23,6 +23,7 @@ from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import TopParams
 from neuron_fabric.host.runtime import G_BINARY, G_BINARY_MARGIN, G_TERNARY, GradientRuntime
+from neuron_fabric.contract.cli import guarded
 
 from neuron_fabric.sim.benchcli import bench_main
 
@@ -91,10 +92,12 @@ def bench(mib, repeat, workers_list=(4, 8, 16), seed=0):
     return rows
 
 
+@guarded
 def main(argv=None):
     return bench_main(bench, prog="python -m neuron_fabric.sim.bench_runtime", description=__doc__.splitlines()[0],
                       size_help="FP32 payload per step in MiB", out="build/reports/runtime_bench.json", argv=argv)
 
 
 if __name__ == "__main__":
-    main()
+    result = main()            # the rows, or an exit status
+    raise SystemExit(result if isinstance(result, int) else 0)

@@ -24,8 +24,16 @@ read values and ``ok`` flags, STATUS and every counter (LO and HI) after each
 batch, and the same memory at the end.  ``devload`` is not compared (the
 model is untimed).
 
+With ``cover`` the random batches follow a directed phase, so that a
+short run (the configuration sweep, ``sim/configs.py``) reads through
+every view the build has: for each read mode, and for G-Binary and
+G-Ternary each layout and operand, region 0 (DEFAULT_CFG without regions)
+takes a random valid configuration of that kind over every line the
+traffic uses, and a batch of reads follows (the first with read errors
+injected).
+
 Parameters (the runner's ``params``, :func:`~neuron_fabric.sim.toolchain.bench_params`):
-the TopParams fields, ``seed``, ``batches``.
+the TopParams fields, ``seed``, ``batches``, ``cover``.
 """
 
 import itertools
@@ -247,12 +255,22 @@ class Stream:
         lo = self.rng.randrange(4)
         return ((1 << self.rng.randrange(1, 5 - lo)) - 1) << lo
 
-    def cfg(self, valid=True):
+    def views(self):
+        """The (layout, operand) pairs the build reads through a transform."""
+        hierarchy = PROFILES[self.p.profile].has("hierarchy")
+        return list(itertools.product(Layout if hierarchy else [Layout.ELEMENT_MAJOR],
+                                      Operand if hierarchy else [Operand.SIGNS]))
+
+    def cfg(self, valid=True, kind=None, enable=None):
         """A CFG word: valid (all modes, formats, gates, layouts and operands the
-        build has), or one contract 4.4 or section 5 rejects."""
+        build has), or one contract 4.4 or section 5 rejects.  ``kind``
+        ``(mode, layout, operand)`` chooses those fields (the rest random),
+        ``enable`` the enable bit."""
         rng = self.rng
         period = rng.randrange(1, 16)
         mode, fmt, gate_kind, layout, operand = next(self._kinds)
+        if kind is not None:
+            mode, layout, operand = kind
         # a count operand: total up to N * (2^b - 1), T up to total (contract 5.1)
         top = count_total_max(operand) if operand != Operand.SIGNS else 0
         total = rng.choice([1, top, rng.randrange(1, top)]) if top else 0
@@ -260,7 +278,7 @@ class Stream:
                       keep=rng.randrange(period + 1),
                       threshold=rng.randrange(min(31, total or self.p.workers) + 1),
                       layout=layout, operand=operand, total=total,
-                      enable=int(rng.random() < 0.85))
+                      enable=int(rng.random() < 0.85) if enable is None else enable)
         if not valid:
             # operand 3 and a SIGNS total != 0: contract section 5 (v2.1)
             bad = rng.choice(["format", "period", "keep", "threshold", "operand", "total"])
@@ -296,6 +314,30 @@ class Stream:
             await self.tb.control_write(self.rmap[f"REGION{r}_{word}"].offset,
                                         self.window_word(word), 0xF)
         await self.tb.control_write(self.rmap[f"REGION{r}_CFG"].offset, self.cfg(), 0xF)
+
+    async def cover(self):
+        """The directed phase (see the module docstring)."""
+        tb, lb = self.tb, self.p.line_bytes
+        kinds = [(mode, Layout.ELEMENT_MAJOR, Operand.SIGNS)
+                 for mode in (Mode.BYPASS, Mode.IDENTITY)]
+        kinds += [(mode, *view) for mode in (Mode.GBINARY, Mode.GTERNARY)
+                  for view in self.views()]
+        for n, kind in enumerate(kinds):
+            cfg = self.cfg(kind=kind, enable=1)
+            if self.p.regions:          # region 0 over every line (the first match wins)
+                window = {"BASE_LO": 0, "BASE_HI": 0,
+                          "LIMIT_LO": ((max(tb.lines) + 1) * lb) & 0xFFFF_FFFF,
+                          "LIMIT_HI": ((max(tb.lines) + 1) * lb) >> 32}
+                for word, value in window.items():
+                    await tb.control_write(self.rmap[f"REGION0_{word}"].offset, value, 0xF)
+                await tb.control_write(self.rmap["REGION0_CFG"].offset, cfg, 0xF)
+            else:
+                await tb.control_write(self.rmap["DEFAULT_CFG"].offset, cfg, 0xF)
+            lines = self.rng.sample(tb.lines, 8)
+            batch = [Request("req", self.rng.choice(READS), line * lb + self.rng.randrange(lb),
+                             tag) for tag, line in zip(self.rng.sample(range(1 << 16), 8), lines)]
+            await tb.batch(batch, read_faults=lines[:2] if n == 0 else ())
+            await tb.check_status_and_counters()
 
     async def reconfigure(self):
         """A new valid configuration for DEFAULT_CFG or a whole region."""
@@ -380,6 +422,7 @@ class Stream:
 async def test_device_model_matches_rtl(dut):
     params, bench = top_params(), bench_params()
     seed, batches = bench.get("seed", 1), bench.get("batches", 40)
+    cover = bench.get("cover", False)
     tb = DeviceTB(dut, params, seed)
     stream = Stream(tb)
     await tb.reset()
@@ -392,6 +435,8 @@ async def test_device_model_matches_rtl(dut):
     for r in range(params.regions):
         await stream.region(r)
     await tb.control_write(tb.map["DEFAULT_CFG"].offset, stream.cfg(), 0xF)
+    if cover:
+        await stream.cover()
     for _ in range(batches):
         await stream.reconfigure()
         for _ in range(stream.rng.randrange(8)):

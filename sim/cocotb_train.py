@@ -10,7 +10,9 @@ equal, and the control plane must have changed modes at least twice.
 
 Parameters (the runner's ``params``, :func:`~neuron_fabric.sim.toolchain.bench_params`):
 the TopParams fields, ``train`` (LoopConfig as JSON), ``out`` (where to
-write the result JSON).
+write the result JSON: an absolute path, since the bench runs in its own
+folder), ``quick`` (a smoke run, too short for the control plane to change
+modes: the two runs must still agree).
 ``python -m neuron_fabric.sim.cocotb_train`` (``make train-rtl``) builds the
 top and runs it, writing ``train_rtl.json``.
 """
@@ -24,7 +26,7 @@ import cocotb
 import jax
 import numpy as np
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import TOP_MODULE, TopParams
 from neuron_fabric.contract.paths import BUILD
 from neuron_fabric.experiments.pilots import (
@@ -75,34 +77,50 @@ async def test_training_matches_the_device_model(dut):
             json.dump(result, f, indent=1)
     cocotb.log.info(f"RTL in the loop: {result}")
     assert rtl["modes"] == model["modes"], "the RTL run and the model run chose different modes"
-    assert len(changes) >= 2, f"only {len(changes)} mode changes: {changes}"
+    assert bench.get("quick") or len(changes) >= 2, f"only {len(changes)} mode changes: {changes}"
     assert not rtl["faults"], rtl["faults"]
     assert result["identical"], "final weights differ between the RTL and the device model"
 
 
-def run_train_rtl(params, cfg, out):
-    """Export ``params``' top, run this module on Verilator, return the result dict."""
-    out = pathlib.Path(out)
-    build_dir = BUILD / "cocotb" / f"train_{params.tag()}"
+#: Steps of the quick run (``--quick``, ``make train-rtl SMOKE=1``).
+QUICK_STEPS = 6
+
+
+def run_train_rtl(params, cfg, out, quick=False):
+    """Export ``params``' top, run this module on Verilator, return the result
+    dict (also written to ``out``, relative to the working folder)."""
+    out = pathlib.Path(out).resolve()        # the bench runs in a folder of its own
+    # (a folder of its own for the quick run, which a test runs beside the full one)
+    build_dir = BUILD / "cocotb" / f"train_{params.tag()}{'_quick' if quick else ''}"
     src = export_top(params, BUILD / "cocotb" / "src" / params.tag() / "neuron_fabric.v")
-    bench = dict(params.__dict__, train=loop_config_to_json(cfg), out=str(out))
+    bench = dict(params.__dict__, train=loop_config_to_json(cfg), out=str(out), quick=quick)
     run_cocotb(sources=[src], toplevel=TOP_MODULE, test_module="neuron_fabric.sim.cocotb_train",
                simulator="verilator", build_dir=build_dir, params=bench)
     return json.loads(out.read_text())
 
 
+@guarded
 def main(argv=None):
-    ap = ArgumentParser(prog="python -m neuron_fabric.sim.cocotb_train",
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.cocotb_train", parameters=True,
                         description="Train with the exported top in the loop and compare "
                                     "with the device model.")
     ap.add_argument("--out", default="build/reports", help="output folder")
     ap.add_argument("--line-bits", type=int, default=512)
-    ap.add_argument("--steps", type=int, default=RTL_CONFIG.steps)
+    ap.add_argument("--steps", type=int,
+                    help=f"training steps (default {RTL_CONFIG.steps}; {QUICK_STEPS} with --quick)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"smoke run: {QUICK_STEPS} steps, too few for the control plane to "
+                         "change modes (the RTL and the model must still agree)")
     args = ap.parse_args(argv)
+    steps = args.steps if args.steps is not None else (QUICK_STEPS if args.quick
+                                                       else RTL_CONFIG.steps)
+    if steps < 1:
+        ap.error(f"--steps must be at least 1, not {steps}")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     params = TopParams(line_bits=args.line_bits)     # the default top at that width
-    result = run_train_rtl(params, replace(RTL_CONFIG, steps=args.steps), out / "train_rtl.json")
+    result = run_train_rtl(params, replace(RTL_CONFIG, steps=steps), out / "train_rtl.json",
+                           quick=args.quick)
     print(json.dumps(result, indent=1))
     return 0 if result["identical"] else 1
 

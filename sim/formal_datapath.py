@@ -29,11 +29,11 @@ from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume
 
-from neuron_fabric.hdl.datapath import Datapath
-from neuron_fabric.contract.facts import FIELD_WIDTHS, Format, GateKind, Mode
-
-from neuron_fabric.sim.formal import ENGINE, run_sby
+from neuron_fabric.contract.cli import ArgumentParser, guarded
+from neuron_fabric.contract.facts import FIELD_WIDTHS, DatapathParams, Format, GateKind, Mode
 from neuron_fabric.contract.paths import BUILD
+from neuron_fabric.hdl.datapath import Datapath
+from neuron_fabric.sim.formal import ENGINE, run_sby
 
 FORMAL_BUILD = BUILD / "formal"
 
@@ -238,8 +238,20 @@ spec.il
     return folder / f"{name}.sby"
 
 
-if __name__ == "__main__":
-    kind, line_bits, workers, stages = sys.argv[1], *map(int, sys.argv[2:5])
-    passed, log = run_sby(write_job(kind, line_bits, workers, stages))
+@guarded
+def main(argv=None):
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.formal_datapath", parameters=True,
+                        description="Write and run one formal job of the datapath core "
+                                    "under build/formal/.")
+    ap.add_argument("kind", choices=("lane", "handshake"))
+    for name in ("line_bits", "workers", "stages"):
+        ap.add_argument(name, type=int, metavar=name.upper())
+    args = ap.parse_args(argv)
+    DatapathParams(line_bits=args.line_bits, workers=args.workers, stages=args.stages)
+    passed, log = run_sby(write_job(args.kind, args.line_bits, args.workers, args.stages))
     print(log)
-    sys.exit(0 if passed else 1)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -22,10 +22,16 @@ from amaranth import Elaboratable, Module, Mux, ResetSignal, Signal, signed
 from amaranth.asserts import AnyConst, Initial
 from amaranth.hdl import Assert, Assume
 
-from neuron_fabric.hdl.hierarchy.count_sum import CountSum, HierarchyInputLayout
-from neuron_fabric.contract.facts import COUNT_LANE_BITS, Layout, Operand, count_geometry
+from neuron_fabric.contract.cli import ArgumentParser, guarded
+from neuron_fabric.contract.facts import (
+    COUNT_LANE_BITS,
+    DatapathParams,
+    Layout,
+    Operand,
+    count_geometry,
+)
 from neuron_fabric.contract.regmap import count_total_max
-
+from neuron_fabric.hdl.hierarchy.count_sum import CountSum, HierarchyInputLayout
 from neuron_fabric.sim.formal import run_sby
 from neuron_fabric.sim.formal_datapath import reference_value, write_sby
 
@@ -148,8 +154,24 @@ def write_job(line_bits, workers, stages, operand, layout):
                      f"_L{line_bits}_W{workers}_S{stages}")
 
 
-if __name__ == "__main__":
-    line_bits, workers, stages, operand, layout = map(int, sys.argv[1:6])
-    passed, log = run_sby(write_job(line_bits, workers, stages, operand, layout))
+@guarded
+def main(argv=None):
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.formal_hierarchy", parameters=True,
+                        description="Write and run one formal job of the count-sum unit "
+                                    "under build/formal/.")
+    for name in ("line_bits", "workers", "stages"):
+        ap.add_argument(name, type=int, metavar=name.upper())
+    ap.add_argument("operand", type=int, choices=(int(Operand.COUNTS4), int(Operand.COUNTS8)),
+                    metavar="OPERAND", help="1 (COUNTS4) or 2 (COUNTS8)")
+    ap.add_argument("layout", type=int, choices=[int(layout) for layout in Layout], metavar="LAYOUT",
+                    help="0 (element-major) or 1 (worker-major)")
+    args = ap.parse_args(argv)
+    DatapathParams(line_bits=args.line_bits, workers=args.workers, stages=args.stages)
+    passed, log = run_sby(write_job(args.line_bits, args.workers, args.stages, args.operand,
+                                    args.layout))
     print(log)
-    sys.exit(0 if passed else 1)
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -12,13 +12,13 @@ Command line: ``python -m neuron_fabric.sim.functional --help``
 :mod:`neuron_fabric.sim.cocotb_functional`.
 """
 
-import argparse
 import json
 import os
 import sys
 
 import numpy as np
 
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import TOP_MODULE, Format, GateKind, Mode, TopParams
 from neuron_fabric.contract.paths import BUILD
 from neuron_fabric.host.golden import line_phase, transform
@@ -61,9 +61,12 @@ def results_table(results):
     return "\n".join(rows)
 
 
+@guarded
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.functional",
-                                 description="Paper section 6 functional check on the top.")
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.functional", parameters=True,
+                        description="Paper section 6 functional check on the top "
+                                    f"({WORKERS} workers; the other parameters at their "
+                                    "defaults).")
     ap.add_argument("--line-bits", type=int, default=512)
     ap.add_argument("--stages", type=int, default=5)
     ap.add_argument("--elements", type=int, default=4000,

@@ -14,9 +14,9 @@ configurations (DEFAULT_CFG written before each).
     python -m neuron_fabric.sim.latency [--profile full] [--line-bits 512]
 """
 
-import argparse
 import sys
 
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import DEFAULTS, PROFILES, Mode, ReqOpcode, RwdOpcode, TopParams
 from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
 from neuron_fabric.hdl.top.top import Top
@@ -117,16 +117,17 @@ def measure(reads=None, **params):
     return res
 
 
+@guarded
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.latency",
-                                 description=__doc__.splitlines()[0])
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.latency", parameters=True,
+                        description=__doc__.splitlines()[0])
     ap.add_argument("--profile", choices=sorted(PROFILES), default="full")
     ap.add_argument("--line-bits", type=int, default=DEFAULTS["line_bits"])
     args = ap.parse_args(argv)
     try:
         params = TopParams(line_bits=args.line_bits, profile=args.profile)
     except ValueError as e:
-        ap.exit(2, f"error: {e}\n")
+        ap.error(str(e))
     res = measure(line_bits=args.line_bits, profile=args.profile)
     print(f"top, {args.profile} profile, LINE_BITS {args.line_bits}, STAGES {params.stages}: "
           "cycles, one transaction at a time, memory answering the cycle after")

@@ -46,11 +46,12 @@ __all__ = ["export_top", "BENCH_PARAMS", "bench_params", "verilator_env",
            "lint_verilog"]
 
 def export_top(params, path):
-    """Write the exported top of ``params`` (a ``TopParams``, its profile
-    ``full``) to ``path`` through the Verilog cache; return the path."""
+    """Write the exported top of ``params`` (a ``TopParams``, in its profile)
+    to ``path`` through the Verilog cache; return the path."""
     return write_verilog(path, cached_verilog(
         top_verilog, VERILOG_CACHE, line_bits=params.line_bits, workers=params.workers,
-        stages=params.stages, regions=params.regions, max_outstanding=params.max_outstanding))
+        stages=params.stages, regions=params.regions, max_outstanding=params.max_outstanding,
+        profile=params.profile))
 
 
 #: Shared simulator builds, one folder per build key.

@@ -37,7 +37,7 @@ import re
 import statistics
 import sys
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import DATAPATH_MODULE, TOP_MODULE
 from neuron_fabric.synth import blocks, ecp5, flowlib
 from neuron_fabric.synth.flowlib import Config
@@ -166,8 +166,9 @@ def markdown(rows, notes):
     return "\n".join(md) + "\n"
 
 
+@guarded
 def main(argv=None):
-    p = ArgumentParser(prog="python -m neuron_fabric.synth.endpoints",
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.endpoints", parameters=True,
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*", help="widths (default: flow.toml's "

@@ -22,9 +22,26 @@ import time
 import tomllib
 from dataclasses import asdict, dataclass
 
-from neuron_fabric.contract.facts import DATAPATH_MODULE, DEFAULTS, PROFILES, TOP_MODULE
+from neuron_fabric.contract.facts import (
+    DATAPATH_MODULE,
+    DEFAULTS,
+    FEATURES,
+    LINE_BITS_CHOICES,
+    PROFILES,
+    STAGES_RANGE,
+    TOP_MODULE,
+    WORKERS_CHOICES,
+    ParameterError,
+    check_choice,
+    check_range,
+)
 from neuron_fabric.contract.paths import BUILD, CACHE, CONSTRAINTS, REPORTS, VERILOG_CACHE
-from neuron_fabric.hdl.export.verilog import cached_verilog, datapath_verilog, top_verilog
+from neuron_fabric.hdl.export.verilog import (
+    cached_verilog,
+    datapath_verilog,
+    top_verilog,
+    write_verilog,
+)
 
 SETTINGS_FILE = CONSTRAINTS / "flow.toml"
 TOP = DATAPATH_MODULE
@@ -59,6 +76,12 @@ class Config:
         if self.module not in (DATAPATH_MODULE, TOP_MODULE):
             raise ValueError(f"module must be {DATAPATH_MODULE!r} or {TOP_MODULE!r}, "
                              f"not {self.module!r}")
+        # the parameters checked against contract section 1 before any tool
+        # runs (a ParameterError names the value)
+        resolve_profile(self.profile)
+        check_choice("LINE_BITS", self.line_bits, LINE_BITS_CHOICES)
+        check_choice("WORKERS", self.workers, WORKERS_CHOICES)
+        check_range("STAGES", self.stages, STAGES_RANGE)
 
     @property
     def is_top(self):
@@ -101,9 +124,10 @@ def resolve_profile(name):
     if name in PROFILES:
         return PROFILES[name]
     base, sep, feature = name.partition("-no-")
-    if sep and base in PROFILES:
+    if sep and base in PROFILES and feature in FEATURES:
         return PROFILES[base].without(feature)
-    raise ValueError(f"unknown profile {name!r}")
+    raise ParameterError(f"unknown profile {name!r}: one of {', '.join(sorted(PROFILES))}, "
+                         "or full-no-<feature>")
 
 
 def verilog(config):
@@ -132,7 +156,7 @@ def verilog_files(configs, jobs):
         texts = [verilog(c) for c in configs]
     for c, text in zip(configs, texts):
         if not paths[c].exists() or paths[c].read_text() != text:
-            paths[c].write_text(text)
+            write_verilog(paths[c], text)       # in one step: another flow may read it
     return paths
 
 
@@ -153,7 +177,7 @@ def cached(kind, key, compute):
         return json.loads(path.read_text()), True
     result = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")       # (another process may write it too)
     tmp.write_text(json.dumps(result, indent=1))
     tmp.replace(path)
     return result, False

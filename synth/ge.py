@@ -18,6 +18,7 @@ import json
 import re
 import sys
 
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import STAGES_RANGE
 from neuron_fabric.synth import flowlib
 from neuron_fabric.synth.generic import netlist_path, synthesize
@@ -174,7 +175,11 @@ def constants_text():
     ]
 
 
+@guarded
 def main(argv=None):
+    ArgumentParser(prog="python -m neuron_fabric.synth.ge",
+                   description="Gate-equivalent area, energy and 2 GHz slack model of the "
+                               "generic synthesis rows (build/reports/synth.json).").parse_args(argv)
     source = flowlib.REPORTS / "synth.json"
     if not source.exists():
         print("no build/reports/synth.json: run `make synth` first", file=sys.stderr)

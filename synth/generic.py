@@ -18,7 +18,7 @@ import json
 import pathlib
 import sys
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import FEATURES
 from neuron_fabric.synth import flowlib
 from neuron_fabric.synth.flowlib import Config
@@ -86,8 +86,9 @@ def feature_rows(rows_by_name):
     return out
 
 
+@guarded
 def main(argv=None):
-    p = ArgumentParser(prog="python -m neuron_fabric.synth.generic",
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.generic", parameters=True,
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*",

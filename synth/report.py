@@ -12,6 +12,7 @@ import json
 import statistics
 import sys
 
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import TOP_MODULE
 from neuron_fabric.synth import flowlib
 from neuron_fabric.synth import ge as ge_model
@@ -438,7 +439,11 @@ def build(synth, route, ge, features, endpoints=(), sky=()):
     return "\n".join(L) + "\n"
 
 
+@guarded
 def main(argv=None):
+    ArgumentParser(prog="python -m neuron_fabric.synth.report",
+                   description="build/reports/hardware.md with plots, from the flows' "
+                               "reports.").parse_args(argv)
     synth, route, ge, features, endpoints, sky = (
         load(s) for s in ("synth", "route", "ge", "feature_cost", "endpoints", "sky130"))
     if not synth:

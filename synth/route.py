@@ -24,7 +24,7 @@ import csv
 import statistics
 import sys
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import TOP_MODULE
 from neuron_fabric.synth import blocks, flowlib
 from neuron_fabric.synth.ecp5 import ecp5_netlists, place_and_route
@@ -53,7 +53,7 @@ def summarize(rows):
 
 
 def _parser():
-    p = ArgumentParser(prog="python -m neuron_fabric.synth.route",
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.route", parameters=True,
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*", help="only these widths")
@@ -81,6 +81,7 @@ def _parser():
     return p
 
 
+@guarded
 def main(argv=None):
     p = _parser()
     args = p.parse_args(argv)

@@ -37,7 +37,7 @@ import sys
 import zipfile
 from dataclasses import dataclass
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
 from neuron_fabric.synth import flowlib, ge, generic
 from neuron_fabric.synth.flowlib import Config
@@ -506,8 +506,9 @@ def notes():
             "Command: `make sky130`."]
 
 
+@guarded
 def main(argv=None):
-    p = ArgumentParser(prog="python -m neuron_fabric.synth.sky130",
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.sky130", parameters=True,
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--line-bits", type=int, nargs="*", help="only these widths")

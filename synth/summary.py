@@ -21,7 +21,7 @@ import json
 import sys
 import time
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
 from neuron_fabric.synth import ecp5, flowlib, ge, generic, sky130
 from neuron_fabric.synth.flowlib import Config
@@ -165,8 +165,9 @@ def markdown(figures, configs, seed, smoke, seconds):
     return "\n".join(md)
 
 
+@guarded
 def main(argv=None):
-    p = ArgumentParser(prog="python -m neuron_fabric.synth.summary",
+    p = ArgumentParser(prog="python -m neuron_fabric.synth.summary", parameters=True,
                        description=__doc__.splitlines()[0])
     p.add_argument("--jobs", type=int, default=flowlib.default_jobs())
     p.add_argument("--seed", type=int, help="route seed (default: flow.toml's first)")

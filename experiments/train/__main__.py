@@ -11,7 +11,7 @@ seed and writes every result (curves, diagnostics, traffic) as JSON.
 import json
 import pathlib
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, RunConfig, train
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.experiments.train.policies import POLICIES, tuned_lr
@@ -36,6 +36,7 @@ def _parser():
     return ap
 
 
+@guarded
 def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)

@@ -28,7 +28,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.experiments.train import report
 from neuron_fabric.experiments.train.catalogue import EXPERIMENTS, SEEDS, SPLITS, TASKS, UNIFORM
 from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, RunConfig, train
@@ -131,6 +131,7 @@ def run_all(out, jobs=2, quick=False):
                         quick=quick, wall_seconds=time.perf_counter() - start, jobs=jobs)
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.experiments.train.experiments",
                         description="Run the training experiments and write the reports.")

@@ -40,7 +40,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.experiments.train.tasks import load_task
 from neuron_fabric.host import hierarchy as hy
 from neuron_fabric.models import multihop
@@ -497,6 +497,7 @@ def run_all(out, jobs=2, quick=False, train=True):
     return paths + [out / p for p in result["plots"]]
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.experiments.train.hierarchy_report",
                         description="Multi-hop comparison study, training at 64 workers, "

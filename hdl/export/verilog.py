@@ -20,7 +20,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric import contract, hdl
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded, parameter_set
 from neuron_fabric.contract.facts import (
     DATAPATH_MODULE,
     DEFAULTS,
@@ -39,7 +39,8 @@ from neuron_fabric.hdl.export.flat import FlatTop
 from neuron_fabric.hdl.hierarchy.unit import HIERARCHY_MODULE, HierarchyUnit
 
 __all__ = ["FlatDatapath", "FlatHierarchy", "convert", "datapath_verilog",
-           "hierarchy_verilog", "top_verilog", "cached_verilog", "write_verilog", "main"]
+           "hierarchy_verilog", "top_verilog", "cache_entry", "cached_verilog", "write_verilog",
+           "main"]
 
 
 def _flat_port(direction, field):
@@ -190,12 +191,9 @@ def _sources_digest():
     return h.hexdigest()
 
 
-def cached_verilog(export, folder, **params):
-    """``export(**params)`` (one of this module's ``*_verilog`` functions),
-    kept in ``folder`` and reused while the sources, Amaranth and ``params``
-    are the same (elaborating the 512-bit top takes about a minute).  Processes
-    asking for the same export wait for the first one instead of repeating it.
-    A parameter left out and the same parameter at its default are one entry."""
+def cache_entry(export, folder, **params):
+    """The file in ``folder`` that keeps ``export(**params)`` for
+    :func:`cached_verilog` (it exists once the export is kept)."""
     def part(name, value):          # a profile by name or as a Profile: one key
         if name == "profile":
             value = PROFILES.get(value, value) if isinstance(value, str) else value
@@ -214,7 +212,16 @@ def cached_verilog(export, folder, **params):
     key = {k: part(k, v) for k, v in sorted(named.items())}
     digest = hashlib.sha256(json.dumps([_sources_digest(), export.__name__, key])
                             .encode()).hexdigest()[:24]
-    path = pathlib.Path(folder) / f"{export.__name__}-{digest}.v"
+    return pathlib.Path(folder) / f"{export.__name__}-{digest}.v"
+
+
+def cached_verilog(export, folder, **params):
+    """``export(**params)`` (one of this module's ``*_verilog`` functions),
+    kept in ``folder`` and reused while the sources, Amaranth and ``params``
+    are the same (elaborating the 512-bit top takes about a minute).  Processes
+    asking for the same export wait for the first one instead of repeating it.
+    A parameter left out and the same parameter at its default are one entry."""
+    path = cache_entry(export, folder, **params)
     if path.exists():
         return path.read_text()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -245,7 +252,7 @@ def write_verilog(path, text):
 
 def _parser():
     p = ArgumentParser(
-        prog="neuron-fabric-export",
+        prog="neuron-fabric-export", parameters=True,
         description="Write the NEURON-Fabric datapath core and CXL.mem top as "
                     "self-contained Verilog.")
     p.add_argument("--line-bits", type=int, default=DEFAULTS["line_bits"],
@@ -273,8 +280,10 @@ def _parser():
     return p
 
 
+@guarded
 def main(argv=None):
-    """Command line; every error is one line naming the bad value (exit 2)."""
+    """Command line; every error is one line naming the bad value (exit 2),
+    an internal failure one line naming the parameter set (exit 70)."""
     args = _parser().parse_args(argv)
     try:
         # Check every parameter before anything is elaborated, so that a bad
@@ -285,6 +294,10 @@ def main(argv=None):
     except (TypeError, ValueError) as exc:
         print(f"neuron-fabric-export: error: {exc}", file=sys.stderr)
         return 2
+    parameter_set(f"LINE_BITS={params.line_bits} WORKERS={params.workers} "
+                  f"STAGES={params.stages} REGIONS={params.regions} "
+                  f"MAX_OUTSTANDING={params.max_outstanding} profile={params.profile}"
+                  + (" (core only)" if args.no_top else ""))
     core = dict(line_bits=params.line_bits, workers=params.workers, stages=params.stages,
                 profile=params.profile)
     jobs = {DATAPATH_MODULE: (datapath_verilog, core)}

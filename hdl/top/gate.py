@@ -15,9 +15,12 @@ steps on the pipeline's :class:`.pipe.Line` and an eighth for its caller:
 
 P, K and the phase are read by every bit of a table of E + 15 entries, so
 each is taken as :data:`CONTROL_COPIES` registered copies, each serving a
-slice of the table.  Without ``gate_pattern_programmable`` the table is the
-constant of the paper's 2-of-3 gate (:data:`FIXED_PATTERN`); the phase is
-still formed with the register's P."""
+slice of the table; the phase as at most E copies (:func:`phase_copies`),
+since the last step's table, the mask, has E bits and each copy serves a
+slice of it (E = 4 with 64-bit lines and 16 workers).  Without
+``gate_pattern_programmable`` the table is the constant of the paper's
+2-of-3 gate (:data:`FIXED_PATTERN`); the phase is still formed with the
+register's P."""
 
 from amaranth import Cat
 from amaranth.lib import data
@@ -28,7 +31,7 @@ from neuron_fabric.hdl.top.phase import (MASK_STEPS, lane_residues, mask_choose,
                                          phase_candidates, phase_choose)
 from neuron_fabric.hdl.prims.pipe import copies, register
 
-__all__ = ["FIXED_PATTERN", "CONTROL_COPIES", "gate_mask_steps", "slices"]
+__all__ = ["FIXED_PATTERN", "CONTROL_COPIES", "phase_copies", "gate_mask_steps", "slices"]
 
 #: The fixed PATTERN gate of a build without ``gate_pattern_programmable``
 #: (the paper's 2-of-3 gate): P, K.
@@ -36,6 +39,13 @@ FIXED_PATTERN = (3, 2)
 
 #: Registered copies of P, K's bits and the phase, each for a slice of the table.
 CONTROL_COPIES = 8
+
+
+def phase_copies(lanes):
+    """Registered copies of the phase: :data:`CONTROL_COPIES`, or one per
+    bit of the mask (``lanes``, E) when it has fewer bits, so that every copy
+    drives a slice of every shift step."""
+    return min(CONTROL_COPIES, lanes)
 
 
 def slices(value, n):
@@ -46,8 +56,11 @@ def slices(value, n):
 
 def _per_copy(build, selects):
     """Each copy of a select drives its own slice: slice k of ``build(select
-    copy k)``."""
-    return Cat(*(slices(build(sel), len(selects))[k] for k, sel in enumerate(selects)))
+    copy k)``; a value of fewer bits than there are copies is refused."""
+    parts = [slices(build(sel), len(selects)) for sel in selects]
+    if len(parts[0]) < len(selects):
+        raise ValueError(f"{len(selects)} copies for a value of {len(parts[0])} bits")
+    return Cat(*(part[k] for k, part in enumerate(parts)))
 
 
 def gate_mask_steps(m, line, params, residues, low):
@@ -85,7 +98,7 @@ def gate_mask_steps(m, line, params, residues, low):
     # 4: copies of the phase, each beside the slice of the table it shifts;
     # the table, u mod P < K (a 4-bit compare an entry)
     line.step()
-    shift = copies(m, "gate_phase_a", phase, CONTROL_COPIES)
+    shift = copies(m, "gate_phase_a", phase, phase_copies(p.lanes))
     if programmable:
         table = register(m, "gate_table", Cat(*(pattern_bits(kc, sl)
                                                 for kc, sl in zip(keep, lanes))))

@@ -5,7 +5,6 @@ Writes ``envelope.md``, ``envelope.json`` and ``envelope_*.png`` into DIR
 (default ``build/reports``).
 """
 
-import argparse
 import dataclasses
 import json
 import pathlib
@@ -14,6 +13,7 @@ import time
 import numpy as np
 
 from neuron_fabric.contract import paths
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import PROFILES, STAGES_RANGE
 from neuron_fabric.models import commtime
 from neuron_fabric.models.envelope import scenarios
@@ -552,9 +552,10 @@ def _fig7(path, times):
     plt.close(fig)
 
 
+@guarded
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.envelope",
-                                 description="Timing-envelope report (Table 4, Fig. 2, 3, 7).")
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.envelope",
+                        description="Timing-envelope report (Table 4, Fig. 2, 3, 7).")
     ap.add_argument("--out", default="build/reports", help="output folder (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="small batches (smoke test)")
     args = ap.parse_args(argv)

@@ -17,18 +17,17 @@ model is then run with the same parameters in controller cycles:
 Command line: ``python -m neuron_fabric.sim.envelope.rtl [--out DIR] [--quick]``.
 """
 
-import argparse
 import json
 import pathlib
 import subprocess
 import sys
 
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import TOP_MODULE
-
 from neuron_fabric.contract.paths import BUILD, VERILOG_CACHE
-from neuron_fabric.sim.toolchain import run_cocotb
 from neuron_fabric.models.envelope.model import simulate
 from neuron_fabric.models.envelope.params import GiB, MiB, ServiceParams
+from neuron_fabric.sim.toolchain import run_cocotb
 
 __all__ = ["RtlConfig", "CONFIGS", "QUICK_CONFIGS", "TOLERANCE", "export_top",
            "model_for", "measure", "compare", "main"]
@@ -138,9 +137,10 @@ def _markdown(rows, stages):
     return "\n".join(lines) + "\n"
 
 
+@guarded
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m neuron_fabric.sim.envelope.rtl",
-                                 description="Exported top vs the envelope model (Verilator).")
+    ap = ArgumentParser(prog="python -m neuron_fabric.sim.envelope.rtl",
+                        description="Exported top vs the envelope model (Verilator).")
     ap.add_argument("--out", default="build/reports", help="report folder (default %(default)s)")
     ap.add_argument("--verilog", default=str(BUILD / "verilog" / f"{TOP}.v"),
                     help="exported top (default %(default)s, written by `make verilog`)")
