@@ -24,8 +24,9 @@ offset, access, kind, description, index, constant value, reset and fields
 (name, lsb, width, mask, reset, description).  :func:`from_json` reads it
 back into :class:`~.regmap.Register` objects.
 
-Command line: ``python -m neuron_fabric.contract.regmap_files --header F
---json F [--line-bits ...]``; ``neuron-fabric-export --regmap`` writes both
+Command line: ``neuron-fabric-regmap --header F
+--json F [--line-bits ...]`` (or ``python -m neuron_fabric.contract.regmap_files``);
+``neuron-fabric-export --regmap`` writes both
 beside the Verilog.
 """
 
@@ -244,7 +245,7 @@ def write_files(out_dir, params=None):
 
 
 def main(argv=None):
-    p = ArgumentParser(prog="python -m neuron_fabric.contract.regmap_files",
+    p = ArgumentParser(prog="neuron-fabric-regmap",
                        description="Write the register map as a C header and as JSON.")
     for name in ("line_bits", "workers", "stages", "regions", "max_outstanding"):
         p.add_argument("--" + name.replace("_", "-"), type=int, default=DEFAULTS[name])
