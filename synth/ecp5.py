@@ -15,12 +15,14 @@ __all__ = ["ecp5_netlist", "ecp5_netlists", "nextpnr_args", "place_and_route",
 def ecp5_netlist(config, vfile, ecfg, version):
     """``synth_ecp5`` JSON netlist of one configuration (cached)."""
     text = pathlib.Path(vfile).read_text()
-    key = flowlib.digest(flowlib.CACHE_VERSION, text, flowlib.KEEP_FLOPS, ecfg["synth"], version)
+    keep_flops = ecfg.get("keep_flops", True)
+    key = flowlib.digest(flowlib.CACHE_VERSION, text, flowlib.KEEP_FLOPS if keep_flops else "",
+                         ecfg["synth"], version)
     path = flowlib.CACHE / "ecp5" / f"{key}.json"
 
     def compute():
         out = flowlib.yosys_json(vfile, ecfg["synth"], config, f"ecp5-{config.name}-",
-                                 "ecp5.json")
+                                 "ecp5.json", keep_flops)
         path.parent.mkdir(parents=True, exist_ok=True)
         out.replace(path)
         cells = json.loads(path.read_text())["modules"][config.module]["cells"].values()

@@ -236,14 +236,16 @@ def yosys(script, log):
 KEEP_FLOPS = "proc; setattr -set keep 1 w:* a:keep %i %ci1:+[Q]"
 
 
-def yosys_json(vfile, script, config, prefix, name):
+def yosys_json(vfile, script, config, prefix, name, keep_flops=True):
     """Run ``script`` (``{top}`` filled with ``config.module``) on ``vfile`` in
     a fresh scratch folder (:func:`scratch_dir` with ``prefix``), after
-    :data:`KEEP_FLOPS`; return the path of the JSON netlist it wrote there
-    as ``name``."""
+    :data:`KEEP_FLOPS` (unless ``keep_flops`` is false: a plain flow,
+    ``read_verilog`` then ``script``); return the path of the JSON netlist
+    it wrote there as ``name``."""
     work = scratch_dir(prefix)
     out = work / name
-    yosys(f"read_verilog {wasi_path(vfile)}; {KEEP_FLOPS}; {script.format(top=config.module)}; "
+    prelude = f"{KEEP_FLOPS}; " if keep_flops else ""
+    yosys(f"read_verilog {wasi_path(vfile)}; {prelude}{script.format(top=config.module)}; "
           f"write_json {wasi_path(out)}", work / "yosys.log")
     return out
 

@@ -12,7 +12,7 @@ processes and skips work whose inputs (Verilog, flow settings, tool
 versions) are unchanged.
 
     python -m neuron_fabric.synth.route [--jobs N] [--line-bits 64 ...] [--profiles ...]
-                          [--top] [--seeds 1 ...] [--smoke]
+                          [--top | --top-only] [--plain] [--seeds 1 ...] [--smoke]
     python -m neuron_fabric.synth.route --block NAME [NAME ...] [--seeds 1 ...]
 
 ``--block`` routes blocks of the top alone instead (``blocks.py``): each at
@@ -62,6 +62,8 @@ def _parser():
     p.add_argument("--top", action="store_true",
                    help="with --line-bits: route the CXL.mem top (module neuron_fabric) "
                         "at those widths too")
+    p.add_argument("--top-only", action="store_true",
+                   help="with --line-bits: route the CXL.mem top at those widths, not the core")
     p.add_argument("--seeds", type=int, nargs="*", help="seeds (default: flow.toml)")
     p.add_argument("--smoke", action="store_true",
                    help="one seed, no timing-driven placement (smoke test)")
@@ -78,6 +80,10 @@ def _parser():
     p.add_argument("--synth", metavar="SCRIPT",
                    help="design exploration: use this ECP5 synthesis command instead of "
                         "flow.toml's")
+    p.add_argument("--plain", action="store_true",
+                   help="synthesise as a plain flow on the exported Verilog would: "
+                        "read_verilog, then the synthesis command, without the flow's "
+                        "KEEP_FLOPS step (default report stem route-plain)")
     return p
 
 
@@ -87,7 +93,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.block:
         clash = [f"--{k.replace('_', '-')}" for k in ("line_bits", "stages", "profiles", "top",
-                                                      "cached_only")
+                                                      "top_only", "cached_only")
                  if getattr(args, k)]
         if clash:
             p.error(f"--block routes at the default parameters; drop {', '.join(clash)}")
@@ -98,15 +104,18 @@ def main(argv=None):
         ecfg["nextpnr_args"] = args.nextpnr_args.split()
     if args.synth is not None:
         ecfg["synth"] = args.synth
+    if args.plain:
+        ecfg["keep_flops"] = False
     sw = cfg["sweep"]
     if args.block:
         seeds = args.seeds or [ecfg["smoke_seed"] if args.smoke else ecfg["seeds"][0]]
         blocks.route_blocks(args.block, seeds, ecfg, args.jobs, args.smoke,
                             args.out or "blocks")
         return 0
-    out = args.out or "route"
+    out = args.out or ("route-plain" if args.plain else "route")
     if args.line_bits:
-        modules = [flowlib.TOP] + ([TOP_MODULE] if args.top else [])
+        modules = ([] if args.top_only else [flowlib.TOP]) + \
+            ([TOP_MODULE] if args.top or args.top_only else [])
         configs = [Config(pr, lb, sw["workers"], st, m)
                    for m in modules
                    for pr in (args.profiles or sw["profiles"]) for lb in args.line_bits
@@ -149,7 +158,8 @@ def _write_reports(out, rows, ecfg, pnr_version, smoke):
     notes = [f"nextpnr-ecp5 {ecfg['device']} --package {ecfg['package']} --speed "
              f"{ecfg['speed']} --out-of-context --freq {ecfg['freq_mhz']} "
              f"{' '.join(ecfg.get('nextpnr_args', []))} "
-             f"({pnr_version}); Yosys `{ecfg['synth']}`. Fmax per seed; `lut4` and `ff` "
+             f"({pnr_version}); Yosys `{ecfg['synth']}`"
+             f"{' (plain: without KEEP_FLOPS)' if args.plain else ''}. Fmax per seed; `lut4` and `ff` "
              "count the synth_ecp5 netlist, `comb_used`/`ff_used` nextpnr's packed "
              "utilization.", "Command: `make route`" + (" (smoke)" if smoke else "") + "."]
     summary = summarize(rows)

@@ -14,6 +14,7 @@ import pathlib
 import sys
 import tempfile
 
+from neuron_fabric.contract.regmap_files import write_files as write_regmap_files
 import amaranth
 from amaranth import Module
 from amaranth.lib import wiring
@@ -274,6 +275,9 @@ def _parser():
                    help="feature profile of the datapath (default %(default)s)")
     p.add_argument("--out-dir", default="build/verilog",
                    help="folder for the .v files (default %(default)s)")
+    p.add_argument("--regmap", action="store_true",
+                   help="also write the register map as a C header and as JSON "
+                        "(neuron_fabric_regs.h, neuron_fabric_regs.json) into the folder")
     p.add_argument("--cache", metavar="DIR",
                    help="keep each export in DIR and reuse it while the sources and "
                         "parameters are unchanged (make uses build/cache/verilog)")
@@ -321,6 +325,15 @@ def main(argv=None):
                   f"{args.out_dir!r}: {exc.strerror or exc}", file=sys.stderr)
             return 2
         print(f"wrote {path}")
+    if args.regmap:
+        try:
+            paths = write_regmap_files(args.out_dir, params)
+        except OSError as exc:
+            print(f"neuron-fabric-export: error: cannot write the register map into "
+                  f"{args.out_dir!r}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        for path in paths:
+            print(f"wrote {path}")
     return 0
 
 
