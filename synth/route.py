@@ -159,7 +159,7 @@ def _write_reports(out, rows, ecfg, pnr_version, smoke):
              f"{ecfg['speed']} --out-of-context --freq {ecfg['freq_mhz']} "
              f"{' '.join(ecfg.get('nextpnr_args', []))} "
              f"({pnr_version}); Yosys `{ecfg['synth']}`"
-             f"{' (plain: without KEEP_FLOPS)' if args.plain else ''}. Fmax per seed; `lut4` and `ff` "
+             f"{'' if ecfg.get('keep_flops', True) else ' (plain: without KEEP_FLOPS)'}. Fmax per seed; `lut4` and `ff` "
              "count the synth_ecp5 netlist, `comb_used`/`ff_used` nextpnr's packed "
              "utilization.", "Command: `make route`" + (" (smoke)" if smoke else "") + "."]
     summary = summarize(rows)
