@@ -75,6 +75,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neuron_fabric.host import encoding as _encoding
 from neuron_fabric.host import golden
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, GateKind, Layout, Mode, Operand, count_geometry
 from neuron_fabric.models.traffic import packed_lines
@@ -108,6 +109,13 @@ class GroupPolicy:
     ELEMENT_MAJOR, one MemWr per line; WORKER_MAJOR, one MemWrPtl per
     worker and line, each worker's own segment (the device needs the
     ``hierarchy`` feature, and ``E = LINE_BITS / W`` must be at least 8).
+
+    ``encoding`` (:mod:`neuron_fabric.host.encoding`) is how a zero
+    gradient becomes a bit: ``"negative"`` (the contract's ``g > 0``, a zero
+    votes negative), ``"abstain"`` (the writer balances an element's zeros
+    so that they do not move its SIGN lane; element-major only) or
+    ``"alternate"`` (worker ``k`` packs a zero as ``k mod 2``).  The
+    device, its CFG and the bytes moved are the same for all three.
     """
     mode: Mode = Mode.BYPASS
     format: Format = Format.SIGN
@@ -117,6 +125,7 @@ class GroupPolicy:
     threshold: int = 0
     rotate: bool = False
     layout: Layout = Layout.ELEMENT_MAJOR
+    encoding: str = _encoding.NEGATIVE
 
     def __post_init__(self):
         if self.mode not in tuple(Mode) or self.mode == Mode.IDENTITY:
@@ -141,6 +150,7 @@ class GroupPolicy:
         if self.low_bit:
             golden.check_config(workers, self.mode, self.format, self.gate_kind,
                                 self.period, self.keep, self.threshold)
+            _encoding.check_encoding(self.encoding, self.layout)
         if self.low_bit and self.layout == Layout.WORKER_MAJOR and line_bits is not None \
                 and line_bits // workers < 8:
             raise ValueError(f"worker-major writes need E = LINE_BITS / W >= 8 (whole-byte "
@@ -443,8 +453,8 @@ class GradientRuntime:
             self._traffic[name].add(fp32_up, fp32_down, fp32_up, fp32_down)
             return np.mean(g, axis=0, dtype=np.float32)
         turn = self._traffic[name].steps % policy.period if policy.rotate else 0
-        lines = golden.encode_signs(np.roll(g, turn, axis=1) if turn else g,
-                                    self._params.line_bits, policy.layout)
+        lines = _encoding.encode_signs(np.roll(g, turn, axis=1) if turn else g,
+                                       self._params.line_bits, policy.layout, policy.encoding)
         up, writes = await _write_signs(self._port, w.base, lines, workers, policy.layout)
         resp = await self._port.read_lines(w.base, w.lines)
         self._traffic[name].add(up, w.lines * w.line_bytes, fp32_up, fp32_down, writes, w.lines)
