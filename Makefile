@@ -133,7 +133,7 @@ report: synth route ge endpoints sky130
 	$(PY) -m neuron_fabric.synth.report
 
 pilots: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.pilots --out build/reports
+	$(PY) -m neuron_fabric.experiments.pilots --jobs $(JOBS) --out build/reports
 
 train-rtl: $(STAMP)
 	$(PY) -m neuron_fabric.sim.cocotb_train --out build/reports

@@ -22,7 +22,8 @@ aggregation               direction per element
 Each aggregation has a learning-rate grid; :mod:`.experiments` picks one
 value per task and aggregation on the validation split.  A split policy
 (one group low-bit, the other FP32) uses for each group the rate its
-aggregation was tuned to when applied to every group.
+aggregation was tuned to when applied to every group; the section 7
+ablation (``...@low-bit-lr``) gives the FP32 head the low-bit rate instead.
 """
 
 from dataclasses import dataclass
@@ -101,10 +102,22 @@ AGGREGATIONS = {a.name: a for a in (
 
 @dataclass(frozen=True)
 class Policy:
-    """A named choice of aggregation per parameter group."""
+    """A named choice of aggregation per parameter group; ``lr_from`` names,
+    for some groups, the aggregation whose tuned rate the group takes
+    instead of its own (the section 7 ablation)."""
     name: str
     label: str
     groups: dict
+    lr_from: dict = None
+
+    def rate_aggregation(self, group):
+        """The aggregation whose tuned learning rate ``group`` uses."""
+        return (self.lr_from or {}).get(group, self.groups[group])
+
+    @property
+    def low_bit(self):
+        """True when some group goes through the device."""
+        return any(AGGREGATIONS[a].traffic != "fp32" for a in self.groups.values())
 
     @property
     def uniform(self):
@@ -128,6 +141,11 @@ def _split(backbone, head, label):
                   {"backbone": backbone, "head": head})
 
 
+def _ablation(backbone, label):
+    return Policy(f"{backbone}-backbone+fp32-head@low-bit-lr", label,
+                  {"backbone": backbone, "head": "fp32"}, {"head": backbone})
+
+
 POLICIES = {p.name: p for p in (
     _uniform("fp32", "FP32"),
     _uniform("gbinary", "G-Binary"),
@@ -140,6 +158,8 @@ POLICIES = {p.name: p for p in (
     _split("gternary", "fp32", "G-Ternary backbone + FP32 head"),
     _split("fp32", "gbinary", "FP32 backbone + G-Binary head"),
     _split("fp32", "gternary", "FP32 backbone + G-Ternary head"),
+    _ablation("gbinary", "G-Binary backbone + FP32 head at the low-bit rate"),
+    _ablation("gternary", "G-Ternary backbone + FP32 head at the low-bit rate"),
 )}
 
 
