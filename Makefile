@@ -19,7 +19,7 @@ MAX_OUTSTANDING ?= 32
 PROFILE   ?= full
 SIM       ?= verilator
 
-.PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl
+.PHONY: all help venv verilog lint test test-quick test-long bench train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl train-full
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -38,6 +38,7 @@ help:
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
 	@echo "make bench        golden-model throughput on a 64 MiB buffer; gradient runtime through the device model"
 	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
+	@echo "make train-full   every training experiment: 5 seeds, whole grids, the batch-64 sweep -> build/reports/full/"
 	@echo "make train-quick  seconds-long smoke run of the training experiments -> build/reports/quick/"
 	@echo "make hierarchy    multi-hop study (exact counts vs re-quantizing per hop), 64-worker training,"
 	@echo "                  multi-hop timing -> build/reports/hierarchy.*"
@@ -88,6 +89,9 @@ bench: $(STAMP)
 
 train: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --out build/reports
+
+train-full: $(STAMP)
+	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --full --out build/reports/full
 
 train-quick: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --quick --out build/reports/quick

@@ -523,7 +523,7 @@ def _per_seed_table(traces):
                  for t in traces]
         dec = traces.get("gbinary-default", {}).get(s, {}).get("decisions", [])
         back = _first(dec, "Supervisor")
-        again = _first(dec, "Commander: re-admission", back if back is not None else -1)
+        again = _first(dec, "Commander", back) if back is not None else None
         lines.append(f"| {s} | " + " | ".join(cells) + f" | {back if back is not None else '-'} | "
                      f"{again if again is not None else '-'} |")
     return lines
