@@ -13,8 +13,9 @@ turns from one probe step to the next, as it would in training):
   and with the MARGIN gate (``|a| >= W/2``), G-Binary MARGIN (``a / W``),
   each under every encoding of a zero (:data:`neuron_fabric.host.encoding.ENCODINGS`);
 * SignOfMean, ``sgn(mean)``, whose cosine to the mean is the *ceiling* of a
-  {-1, +1} direction: no vote can beat it, ``cos(sgn(m), m) = |m|_1 /
-  (sqrt(n) |m|_2)``;
+  {-1, +1} direction: no such vote can beat it, ``cos(sgn(m), m) = |m|_1 /
+  (sqrt(n) |m|_2)`` (n the non-zero entries of m; a direction with zeros,
+  from ties or a gate, can exceed it);
 * the ternary ceiling, ``sgn(m)`` under the fixed 2-of-3 gate.
 
 Each cosine is taken per group (``backbone``, ``head``) and over both

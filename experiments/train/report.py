@@ -408,7 +408,8 @@ def markdown(data):
                   "(each through its own runtime and device model); the cosine of each "
                   "direction with the FP32 mean of those gradients, averaged over the steps and "
                   "the seeds. No {-1, +1} vector beats SignOfMean's cosine (`|m|_1 / (sqrt(n) "
-                  "|m|_2)`): it is the ceiling of a {-1, +1} direction.", ""]
+                  "|m|_2)`, n the non-zero entries of m): it is the ceiling of a {-1, +1} "
+                  "direction (a direction with zeros, a tie or a gate, can exceed it).", ""]
         for task, per_batch in t5.items():
             dataset, paper = TABLE5_PAPER.get(task, ("-", {}))
             rows = per_batch.get("batch16", {}).get(f"{PROBE_AT[1]:g}")
