@@ -161,8 +161,9 @@ def plan(rates, seeds, quick, experiments=EXPERIMENTS):
         for name in exp.policies:
             pol = POLICIES[name]
             lr = {g: rates[exp.task][pol.rate_aggregation(g)] for g in GROUPS}
+            mine = seeds if exp.seeds is None or len(seeds) == 1 else exp.seeds
             for enc in ENCODINGS if pol.low_bit else ENCODINGS[:1]:
-                for seed in seeds:
+                for seed in mine:
                     cfg = _config(exp, name, lr, seed, quick, enc, probe=name == "fp32")
                     if run_key(cfg) not in seen:
                         seen.add(run_key(cfg))

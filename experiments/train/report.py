@@ -142,7 +142,10 @@ def summarize(runs, experiments):
                 rows[p][enc] = _row(mine)
                 if name == "admission":
                     _paper_admission(rows[p][enc], p, mine, exp.task)
-        out[name] = dict(task=exp.task, batch=exp.batch, policies=rows)
+        seeds = sorted({r["config"]["seed"] for r in runs if r["config"]["task"] == exp.task
+                        and r["config"]["batch"] == exp.batch and r["config"]["policy"] in
+                        exp.policies})
+        out[name] = dict(task=exp.task, batch=exp.batch, seeds=seeds, policies=rows)
     return out
 
 
@@ -392,12 +395,14 @@ def markdown(data):
     ]
     if "convergence" in e:
         lines += ["## Convergence (paper Fig. 4): easy task, every policy", "",
-                  f"Paper: {FIG4_PAPER}. Ours (digits, 10 classes):", "",
+                  f"Paper: {FIG4_PAPER}. Ours (digits, 10 classes, seeds "
+                  f"{e['convergence']['seeds']}):", "",
                   *_accuracy_table(e["convergence"]), "",
                   "![convergence](training_convergence.png)", ""]
     if "boundary" in e:
         lines += ["## Boundary (paper Fig. 5): hard task", "",
-                  f"Paper: {FIG5_PAPER}. Ours ({e['boundary']['task']}, 100 classes):", "",
+                  f"Paper: {FIG5_PAPER}. Ours ({e['boundary']['task']}, 100 classes, seeds "
+                  f"{e['boundary']['seeds']}):", "",
                   *_accuracy_table(e["boundary"]), "",
                   "![boundary](training_boundary.png)", ""]
     t5 = data.get("table5", {})
@@ -442,7 +447,7 @@ def markdown(data):
                   f"per element) on our parameter counts (head {100 * share:.2f}% of the "
                   "parameters; ResNet-18/CIFAR-100's 0.46%), and on ResNet-18's. The last two "
                   "rows are the paper's section 7 ablation: the head on FP32 aggregation at the "
-                  "low-bit learning rate.", "",
+                  f"low-bit learning rate. Seeds {e['admission']['seeds']}.", "",
                   *_admission_table(e["admission"]), "",
                   "![admission](training_admission.png)", ""]
     if "batch64" in e:
