@@ -21,8 +21,10 @@ Table 6 on our tasks.
 grid without selection, a few dozen steps.
 """
 
+import json
 import multiprocessing
 import os
+import pathlib
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
@@ -71,10 +73,16 @@ def _cost(cfg):
     return cfg["steps"] * cfg["batch"] * (50 if cfg.get("wide") else 1)
 
 
+#: Where :func:`_run_jobs` appends each finished run (one JSON a line), so
+#: that an interrupted ``make train`` keeps what it finished.
+PARTIAL = None
+
+
 def _run_jobs(configs, jobs, desc):
     """Run every config, costliest first (a stable order: ties keep the
     plan's); results in the order given.  Each run is single-threaded and
-    deterministic, so the order only changes the wall time."""
+    deterministic, so the order only changes the wall time.  Each finished
+    run is also appended to :data:`PARTIAL` when set."""
     from tqdm import tqdm  # deferred: tqdm (train extra)
     configs = [asdict(RunConfig(**c).resolved()) for c in configs]
     order = sorted(range(len(configs)), key=lambda i: -_cost(configs[i]))
@@ -85,6 +93,9 @@ def _run_jobs(configs, jobs, desc):
         futures = {pool.submit(_job, configs[i]): i for i in order}
         for fut in as_completed(futures):
             results[futures[fut]] = fut.result()
+            if PARTIAL is not None:
+                with open(PARTIAL, "a") as f:
+                    f.write(json.dumps(dict(desc=desc, **results[futures[fut]])) + "\n")
             bar.update(1)
     return results
 
@@ -173,8 +184,13 @@ def plan(rates, seeds, quick, experiments=EXPERIMENTS):
 
 def run_all(out, jobs=2, quick=False, full=False):
     """Tune, run every experiment and write the reports into ``out``."""
+    global PARTIAL
     _single_thread_env()
     start = time.perf_counter()
+    out_dir = pathlib.Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    PARTIAL = out_dir / "training_runs.partial.jsonl"
+    PARTIAL.write_text("")
     experiments, seeds = experiments_for(full)
     rates, trials, tuned = tune(jobs, quick, experiments, full)
     seeds = seeds[:1] if quick else seeds
