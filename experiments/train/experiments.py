@@ -27,7 +27,7 @@ import os
 import pathlib
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from neuron_fabric.contract.cli import ArgumentParser
 from neuron_fabric.experiments.train import report
@@ -100,8 +100,15 @@ def _run_jobs(configs, jobs, desc):
     return results
 
 
+#: Steps of the hard-task experiments when ``--hard-steps`` is given (None:
+#: each experiment's own).
+HARD_STEPS = None
+
+
 def _config(exp, policy, lr, seed, quick, encoding="negative", probe=False):
     steps = QUICK_STEPS[exp.task] if quick else exp.steps
+    if HARD_STEPS and exp.task == "pairs-hard" and not quick:
+        steps = HARD_STEPS
     cfg = RunConfig(exp.task, policy, lr, seed=seed, steps=steps, batch=exp.batch,
                     evals=3 if quick else 20, encoding=encoding,
                     probe_at=PROBE_AT if probe else (),
@@ -132,7 +139,7 @@ def _tuning_experiment(experiments, task):
     return next(e for e in experiments.values() if e.task == task and e.batch == 16)
 
 
-def tune(jobs, quick, experiments=EXPERIMENTS, full=False):
+def tune(jobs, quick, experiments=EXPERIMENTS, full=False, select=True):
     """Learning rate per task and aggregation, chosen on the validation split.
 
     Returns ``(rates, trials, results)``: ``rates[task][aggregation]``, the
@@ -142,7 +149,7 @@ def tune(jobs, quick, experiments=EXPERIMENTS, full=False):
     tasks = list(dict.fromkeys(e.task for e in experiments.values()))
     needed = {t: sorted({POLICIES[p].rate_aggregation(g) for e in experiments.values()
                          if e.task == t for p in e.policies for g in GROUPS}) for t in tasks}
-    if quick:
+    if quick or not select:
         rates = {t: {a: _middle(AGGREGATIONS[a].lr_grid) for a in needed[t]} for t in tasks}
         return rates, [], {}
     configs = [_config(_tuning_experiment(experiments, t), a, {g: lr for g in GROUPS}, 0,
@@ -182,8 +189,10 @@ def plan(rates, seeds, quick, experiments=EXPERIMENTS):
     return configs
 
 
-def run_all(out, jobs=2, quick=False, full=False):
-    """Tune, run every experiment and write the reports into ``out``."""
+def run_all(out, jobs=2, quick=False, full=False, seeds=None, select=True):
+    """Tune, run every experiment and write the reports into ``out``
+    (``seeds``: these seeds for every experiment instead of the catalogue's;
+    ``select`` False: the middle of each grid, no selection)."""
     global PARTIAL
     _single_thread_env()
     start = time.perf_counter()
@@ -191,16 +200,23 @@ def run_all(out, jobs=2, quick=False, full=False):
     out_dir.mkdir(parents=True, exist_ok=True)
     PARTIAL = out_dir / "training_runs.partial.jsonl"
     PARTIAL.write_text("")
-    experiments, seeds = experiments_for(full)
-    rates, trials, tuned = tune(jobs, quick, experiments, full)
+    experiments, default_seeds = experiments_for(full)
+    if seeds is not None:
+        experiments = {k: replace(e, seeds=None) for k, e in experiments.items()}
+    seeds = tuple(seeds) if seeds is not None else default_seeds
+    rates, trials, tuned = tune(jobs, quick, experiments, full, select)
     seeds = seeds[:1] if quick else seeds
     configs = plan(rates, seeds, quick, experiments)
     todo = [c for c in configs if run_key(c) not in tuned]
     done = dict(zip(map(run_key, todo), _run_jobs(todo, jobs, "runs")))
     runs = [tuned.get(run_key(c)) or done[run_key(c)] for c in configs]
+    reduced = [what for what, on in (
+        (f"seeds {list(seeds)} for every experiment", seeds != default_seeds and not quick),
+        ("no learning-rate selection (the middle of each grid)", not select and not quick),
+        (f"{HARD_STEPS} steps on the hard task", bool(HARD_STEPS) and not quick)) if on]
     return report.write(out, runs=runs, rates=rates, trials=trials, seeds=seeds,
                         quick=quick, wall_seconds=time.perf_counter() - start, jobs=jobs,
-                        experiments=experiments, full=full)
+                        experiments=experiments, full=full, reduced=reduced)
 
 
 def main(argv=None):
@@ -212,10 +228,18 @@ def main(argv=None):
     size.add_argument("--quick", action="store_true", help="seconds-long smoke run of the pipeline")
     size.add_argument("--full", action="store_true",
                       help="every experiment (make train-full): 5 seeds, whole grids, batch 64")
+    ap.add_argument("--seeds", type=int, nargs="+",
+                    help="these seeds for every experiment (default: the catalogue's)")
+    ap.add_argument("--no-select", action="store_true",
+                    help="no learning-rate selection: the middle of each grid (a reduced run)")
+    ap.add_argument("--hard-steps", type=int,
+                    help="steps of the hard-task runs (default: the catalogue's, 1200)")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
-    paths = run_all(args.out, args.jobs, args.quick, args.full)
+    global HARD_STEPS
+    HARD_STEPS = args.hard_steps
+    paths = run_all(args.out, args.jobs, args.quick, args.full, args.seeds, not args.no_select)
     for path in paths:
         print(f"wrote {path}")
     return 0

@@ -351,7 +351,7 @@ def _rates_table(rates, trials):
         for a, lr in per.items():
             tried = [x for x in trials if x["task"] == task and x["aggregation"] == a]
             grid = ", ".join(f"{x['lr']:g}: {100 * x['val']:.1f}%" for x in tried) or \
-                "(quick: the grid's middle, no selection)"
+                "(no selection: the grid's middle)"
             out.append(f"| {task} | {a} | {grid} | {lr:g} |")
     return out
 
@@ -375,6 +375,8 @@ def markdown(data):
     e = data["experiments"]
     kind = "QUICK SMOKE RUN, not results: " if data["quick"] else \
         ("make train-full: " if data.get("full") else "make train: ")
+    if data.get("reduced"):
+        kind = f"a REDUCED run ({'; '.join(data['reduced'])}): "
     lines = [
         "# Training through NEURON-Fabric: ours beside the paper's",
         "",
@@ -506,14 +508,14 @@ def _admission_plot(path, exp):
 
 
 def write(out, *, runs, rates, trials, seeds, quick, wall_seconds, jobs, experiments=EXPERIMENTS,
-          full=False):
+          full=False, reduced=()):
     """Write ``training.json``, ``training.md`` and the plots into ``out``; return the paths."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table5, zeros = same_gradients(runs)
     probe_steps = next((r["config"]["probe_steps"] for r in runs if r.get("probes")), None)
-    data = dict(quick=quick, full=full, seeds=list(seeds), jobs=jobs, wall_seconds=wall_seconds,
-                setup=_setup(runs), learning_rates=rates, lr_trials=trials,
+    data = dict(quick=quick, full=full, reduced=list(reduced), seeds=list(seeds), jobs=jobs,
+                wall_seconds=wall_seconds, setup=_setup(runs), learning_rates=rates, lr_trials=trials,
                 experiments=summarize(runs, experiments), table5=table5,
                 table5_ratio=gate_ratios(table5), zeros=zeros, probe_steps=probe_steps,
                 diagnostics_own_trajectory=own_trajectory(runs, experiments))
