@@ -42,7 +42,7 @@ from neuron_fabric.experiments.train.catalogue import (
 )
 from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, RunConfig, train
 from neuron_fabric.experiments.train.models import GROUPS
-from neuron_fabric.experiments.train.policies import AGGREGATIONS, POLICIES
+from neuron_fabric.experiments.train.policies import AGGREGATIONS, POLICIES, lr_grid
 from neuron_fabric.experiments.train.probe import PROBE_AT
 
 __all__ = ["UNIFORM", "SPLITS", "EXPERIMENTS", "SEEDS", "TASKS", "tune", "plan", "run_key",
@@ -127,7 +127,7 @@ def _middle(grid):
 
 def _tuning_grid(task, agg, full):
     """The rates tried: the whole grid, or (``make train``, hard task) its two middle rates."""
-    grid = AGGREGATIONS[agg].lr_grid
+    grid = lr_grid(task, agg)
     if full or task != "pairs-hard":
         return grid
     mid = (len(grid) - 1) // 2
@@ -150,7 +150,7 @@ def tune(jobs, quick, experiments=EXPERIMENTS, full=False, select=True):
     needed = {t: sorted({POLICIES[p].rate_aggregation(g) for e in experiments.values()
                          if e.task == t for p in e.policies for g in GROUPS}) for t in tasks}
     if quick or not select:
-        rates = {t: {a: _middle(AGGREGATIONS[a].lr_grid) for a in needed[t]} for t in tasks}
+        rates = {t: {a: _middle(lr_grid(t, a)) for a in needed[t]} for t in tasks}
         return rates, [], {}
     configs = [_config(_tuning_experiment(experiments, t), a, {g: lr for g in GROUPS}, 0,
                        quick, probe=a == "fp32")
