@@ -579,8 +579,11 @@ def _markdown(r):
                   f"{tr['batch']} examples a worker", "",
                   f"`{tr['task']}`, {tr['steps']} steps, {tr['batch']} examples per worker and "
                   f"step ({64 * tr['batch']} a step), seeds {tr['seeds']}, test accuracy "
-                  "mean ± std (ddof 1); rates chosen on the validation split (seed 0). Cosine: "
-                  "the direction against the FP32 mean, 20 steps from 30% of the run.", ""]
+                  "mean ± std (ddof 1); " +
+                  ("rates: the second of each grid, not selected. "
+                   if any("no learning-rate" in x for x in r.get("reduced", ()))
+                   else "rates chosen on the validation split (seed 0). ") +
+                  "Cosine: the direction against the FP32 mean, 20 steps from 30% of the run.", ""]
         lines += _training_table(tr)
         lines += ["", "Rates tried (validation accuracy, seed 0):", ""]
         lines += _table(["scheme", "lr", "val (%)"],
