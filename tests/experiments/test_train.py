@@ -151,9 +151,9 @@ def test_short_experiments_through_the_report(tmp_path):
     configs = experiments.plan(rates, seeds=(0, 1), quick=True)
     names = {(c["task"], c["policy"], c["encoding"]) for c in configs}
     # digits: fp32 and signofmean once, 5 low-bit policies x 2 encodings = 12;
-    # pairs-hard: fp32, signofmean, gbinary x 2, gternary x 2 (6), the four
-    # splits x 2 (8), the two ablations x 2 (4) = 18
-    assert len(names) == 30
+    # pairs-hard: fp32, signofmean, gbinary x 2, gternary x 2 (6), the two
+    # low-bit-backbone splits x 2 (4), the two ablations x 2 (4) = 14
+    assert len(names) == 26
     assert all(c["probe_at"] for c in configs if c["policy"] == "fp32")
     assert not any(c["probe_at"] for c in configs if c["policy"] != "fp32")
     ablation = next(c for c in configs if c["policy"].endswith("@low-bit-lr"))
