@@ -34,7 +34,7 @@ VERILOG_DIR ?= build/verilog
 REGDOCS     ?= docs/registers.md build/docs/registers.md
 export NEURON_FABRIC_REPORTS := $(abspath $(REPORTS))
 
-.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs
+.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -56,6 +56,7 @@ help:
 	@echo "make ddp          torchrun training with the DDP hooks, 2/4/8 processes, and the 1M-parameter"
 	@echo "                  speed runs -> build/reports/ddp.{md,json}, ddp.png (make ddp-quick: smoke run)"
 	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
+	@echo "make train-full   every training experiment: 5 seeds, whole grids, the batch-64 sweep -> build/reports/full/"
 	@echo "make train-quick  seconds-long smoke run of the training experiments -> build/reports/quick/"
 	@echo "make hierarchy    multi-hop study (exact counts vs re-quantizing per hop), 64-worker training,"
 	@echo "                  multi-hop timing -> build/reports/hierarchy.*"
@@ -126,6 +127,9 @@ ddp-quick: $(STAMP)
 train: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
 
+train-full: $(STAMP)
+	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --full --out build/reports/full
+
 train-quick: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --quick --out $(REPORTS)/quick
 
@@ -173,7 +177,7 @@ report: synth route ge endpoints sky130
 	$(PY) -m neuron_fabric.synth.report
 
 pilots: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.pilots $(call smoke,--quick --steps 12) --out $(REPORTS)
+	$(PY) -m neuron_fabric.experiments.pilots --jobs $(JOBS) $(call smoke,--quick) --out $(REPORTS)
 
 train-rtl: $(STAMP)
 	$(PY) -m neuron_fabric.sim.cocotb_train $(call smoke,--line-bits 64 --quick) --out $(REPORTS)

@@ -35,10 +35,14 @@ The quantizer (:func:`stochastic_quantize`) is a simplified DynamiQ: groups
 of :data:`GROUP` coordinates share a scale, stored as an 8-bit multiple of a
 half-precision super-group scale (:data:`SUPERGROUP` coordinates); values
 are rounded stochastically to one of ``2**b`` evenly spaced levels in
-``[-s, s]``, which is unbiased.  Left out of the paper's method: the
-non-uniform levels, correlated rounding across workers and the variable
-bitwidth per super-group (so its 32/C_s-bit statistics stage is not needed
-and not counted).  Metadata is counted as DynamiQ counts it: ``8 / GROUP +
+``[-s, s]``, which is unbiased.  Rounding is independent per value, or
+*correlated* as DynamiQ's shared randomness makes it: the m values summed
+at one node round up against thresholds ``u_i = (pi_i + gamma_i) / m``
+(``pi`` a random permutation of the m senders per coordinate, ``gamma_i``
+uniform on [0, 1)), each still uniform (unbiased) but stratified, so the
+rounding errors of a sum tend to cancel.  Left out of the paper's method:
+the non-uniform levels and the variable bitwidth per super-group (so its
+32/C_s-bit statistics stage is not needed and not counted).  Metadata is counted as DynamiQ counts it: ``8 / GROUP +
 16 / SUPERGROUP`` bits per coordinate per hop.
 
 The exact scheme's sums are checked against the contract's count path
@@ -63,11 +67,15 @@ from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Mode, Operand,
 from neuron_fabric.host import golden
 from neuron_fabric.models.multihop import GROUP, META_BITS, SCHEMES, SUPERGROUP, count_bits, partial_bits
 
-__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "MultiHopTree",
+__all__ = ["GROUP", "SUPERGROUP", "META_BITS", "SCHEMES", "ROUNDINGS", "MultiHopTree",
            "stochastic_quantize", "quantize_variance", "exact_counts", "contract_vote", "aggregate",
            "partial_bits", "hop_bits", "hardware_chain", "compare", "cosine", "disagreement",
            "synthetic_gradients"]
 
+
+
+#: Rounding of the ``dq-*`` schemes: per value, or DynamiQ's correlated rounding.
+ROUNDINGS = ("independent", "correlated")
 
 
 @dataclass(frozen=True)
@@ -157,18 +165,36 @@ def _positions(x, bits):
     return t, s, x.shape, n
 
 
-def stochastic_quantize(x, bits, rng):
+def _thresholds(shape, rng, summed):
+    """Rounding thresholds, uniform on [0, 1) each: independent, or (``summed``
+    = m) stratified within each block of m consecutive rows,
+    ``(pi + gamma) / m`` with ``pi`` a permutation of 0..m-1 per coordinate."""
+    if not summed or summed == 1:
+        return rng.random(shape, dtype=np.float32)
+    rows = shape[0]
+    if rows % summed:
+        raise ValueError(f"{rows} rows do not split into sums of {summed}")
+    flat = (rows // summed, summed, int(np.prod(shape[1:])))
+    pi = np.argsort(rng.random(flat, dtype=np.float32), axis=1).astype(np.float32)
+    gamma = rng.random(flat, dtype=np.float32)
+    return ((pi + gamma) / np.float32(summed)).reshape(shape)
+
+
+def stochastic_quantize(x, bits, rng, summed=None):
     """Unbiased stochastic quantization of the rows of ``x`` to ``bits`` bits.
 
     Each coordinate becomes one of ``2**bits`` evenly spaced levels of
     ``[-s, s]`` (``s`` its group's scale, :func:`_scales`), the level above
     with probability equal to its distance past the level below over the
-    spacing, so ``E[q] = x`` (in float32 arithmetic).  Returns the decoded
-    values, float32, the shape of ``x``.
+    spacing, so ``E[q] = x`` (in float32 arithmetic).  ``summed`` = m
+    rounds each block of m consecutive rows (the values one node sums) with
+    DynamiQ's correlated thresholds (:func:`_thresholds`); None rounds every
+    value independently.  Returns the decoded values, float32, the shape of
+    ``x``.
     """
     t, s, shape, n = _positions(x, bits)
     k = np.floor(t)
-    k += rng.random(t.shape, dtype=np.float32) < (t - k)
+    k += _thresholds(t.shape, rng, summed) < (t - k)
     out = (k * np.float32(2 / _levels(bits)) - 1) * s
     return out.reshape(out.shape[0], -1)[:, :n].reshape(shape)
 
@@ -233,10 +259,11 @@ def _sign_vote(counts, members):
     return np.sign(2 * counts - members)
 
 
-def aggregate(h, grads, scheme, bits=4, rng=None):
+def aggregate(h, grads, scheme, bits=4, rng=None, rounding="independent"):
     """The update direction ``(n,)`` of ``scheme`` (:data:`SCHEMES`) over the
-    hierarchy ``h`` for the workers' gradients ``(K, n)``; ``bits`` and
-    ``rng`` (a numpy Generator) for the ``dq-*`` schemes."""
+    hierarchy ``h`` for the workers' gradients ``(K, n)``; ``bits``, ``rng``
+    (a numpy Generator) and ``rounding`` (:data:`ROUNDINGS`) for the
+    ``dq-*`` schemes."""
     grads = _check(h, grads)
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; known: {SCHEMES}")
@@ -255,14 +282,19 @@ def aggregate(h, grads, scheme, bits=4, rng=None):
         return np.sign(grads.astype(np.float64).mean(axis=0))
     if rng is None:
         raise ValueError(f"scheme {scheme!r} needs rng")
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding must be one of {ROUNDINGS}, not {rounding!r}")
+    corr = rounding == "correlated"
     if scheme == "dq-sign":
         part = (2 * exact_counts(h, grads)[0] - h.workers).astype(np.float64)
         for _ in range(h.hops):
-            part = _combine(stochastic_quantize(part, bits, rng), h.fanin)
+            part = _combine(stochastic_quantize(part, bits, rng, h.fanin if corr else None),
+                            h.fanin)
         return np.sign(part[0])
-    part = _combine(stochastic_quantize(grads, bits, rng), h.workers)     # dq-grad
+    part = _combine(stochastic_quantize(grads, bits, rng, h.workers if corr else None),
+                    h.workers)     # dq-grad
     for _ in range(h.hops):
-        part = _combine(stochastic_quantize(part, bits, rng), h.fanin)
+        part = _combine(stochastic_quantize(part, bits, rng, h.fanin if corr else None), h.fanin)
     return part[0] / h.total
 
 
@@ -321,9 +353,10 @@ def disagreement(direction, reference):
     return float(np.mean(np.sign(direction) != np.sign(reference)))
 
 
-def compare(h, grads, schemes=SCHEMES, bits=(4, 8), seed=0):
+def compare(h, grads, schemes=SCHEMES, bits=(4, 8), seed=0, roundings=("independent",)):
     """Every scheme on one set of gradients: a list of rows (dicts) with
-    ``scheme``, ``bits`` (None when the scheme has no b), ``disagreement``
+    ``scheme``, ``bits`` (None when the scheme has no b), ``rounding``
+    (None, or one of ``roundings`` for the ``dq-*`` schemes), ``disagreement``
     (with the exact global majority sign), ``disagreement_decided`` (the
     same over the coordinates whose exact vote is not a tie),
     ``disagreement_mean_sign`` (with
@@ -335,11 +368,14 @@ def compare(h, grads, schemes=SCHEMES, bits=(4, 8), seed=0):
     decided = exact != 0
     rows = []
     for scheme in schemes:
-        for b in (bits if scheme.startswith("dq") else (None,)):
-            rng = np.random.default_rng([seed, b or 0, SCHEMES.index(scheme)])
-            d = aggregate(h, grads, scheme, bits=b, rng=rng)
+        dq = scheme.startswith("dq")
+        for b, rounding in [(b, r) for b in bits for r in roundings] if dq else [(None, None)]:
+            rng = np.random.default_rng([seed, b or 0, SCHEMES.index(scheme),
+                                         ROUNDINGS.index(rounding) if dq else 0])
+            d = aggregate(h, grads, scheme, bits=b, rng=rng, rounding=rounding or "independent")
             per_hop = hop_bits(h, scheme, b)
-            rows.append(dict(scheme=scheme, bits=b, disagreement=disagreement(d, exact),
+            rows.append(dict(scheme=scheme, bits=b, rounding=rounding,
+                             disagreement=disagreement(d, exact),
                              disagreement_decided=disagreement(d[decided], exact[decided]),
                              disagreement_mean_sign=disagreement(d, mean),
                              cosine=cosine(d, mean),

@@ -69,6 +69,7 @@ import asyncio
 
 import numpy as np
 
+from neuron_fabric.host import encoding as _encoding
 from neuron_fabric.host import golden
 from neuron_fabric.host.runtime_groups import (_FP32_BYTES, FP32, G_BINARY, G_BINARY_MARGIN, G_TERNARY,
                                                G_TERNARY_ROTATING, GroupPolicy, GroupTraffic,
@@ -298,8 +299,8 @@ class GradientRuntime:
             self._traffic[name].add(fp32_up, fp32_down, fp32_up, fp32_down)
             return np.mean(g, axis=0, dtype=np.float32)
         turn = self._traffic[name].steps % policy.period if policy.rotate else 0
-        lines = golden.encode_signs(np.roll(g, turn, axis=1) if turn else g,
-                                    self._params.line_bits, policy.layout)
+        lines = _encoding.encode_signs(np.roll(g, turn, axis=1) if turn else g,
+                                       self._params.line_bits, policy.layout, policy.encoding)
         up, writes = await _write_signs(self._port, w.base, lines, workers, policy.layout)
         resp = await self._port.read_lines(w.base, w.lines)
         self._traffic[name].add(up, w.lines * w.line_bytes, fp32_up, fp32_down, writes, w.lines)

@@ -4,6 +4,7 @@ the traffic it moves (see :mod:`neuron_fabric.host.runtime`)."""
 from dataclasses import dataclass
 
 from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode
+from neuron_fabric.host import encoding as _encoding
 from neuron_fabric.host import golden
 
 #: Bytes of one FP32 element.
@@ -33,6 +34,13 @@ class GroupPolicy:
     ELEMENT_MAJOR, one MemWr per line; WORKER_MAJOR, one MemWrPtl per
     worker and line, each worker's own segment (the device needs the
     ``hierarchy`` feature, and ``E = LINE_BITS / W`` must be at least 8).
+
+    ``encoding`` (:mod:`neuron_fabric.host.encoding`) is how a zero
+    gradient becomes a bit: ``"negative"`` (the contract's ``g > 0``, a zero
+    votes negative), ``"abstain"`` (the writer balances an element's zeros
+    so that they do not move its SIGN lane; element-major only) or
+    ``"alternate"`` (worker ``k`` packs a zero as ``k mod 2``).  The
+    device, its CFG and the bytes moved are the same for all three.
     """
     mode: Mode = Mode.BYPASS
     format: Format = Format.SIGN
@@ -42,6 +50,7 @@ class GroupPolicy:
     threshold: int = 0
     rotate: bool = False
     layout: Layout = Layout.ELEMENT_MAJOR
+    encoding: str = _encoding.NEGATIVE
 
     def __post_init__(self):
         if self.mode not in tuple(Mode) or self.mode == Mode.IDENTITY:
@@ -66,6 +75,7 @@ class GroupPolicy:
         if self.low_bit:
             golden.check_config(workers, self.mode, self.format, self.gate_kind,
                                 self.period, self.keep, self.threshold)
+            _encoding.check_encoding(self.encoding, self.layout)
         if self.low_bit and self.layout == Layout.WORKER_MAJOR and line_bits is not None \
                 and line_bits // workers < 8:
             raise ValueError(f"worker-major writes need E = LINE_BITS / W >= 8 (whole-byte "

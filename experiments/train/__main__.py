@@ -13,7 +13,7 @@ import pathlib
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, RunConfig, train
-from neuron_fabric.experiments.train.models import GROUPS
+from neuron_fabric.experiments.train.models import GROUPS, PAPER_REGIME
 from neuron_fabric.experiments.train.policies import POLICIES, tuned_lr
 from neuron_fabric.experiments.train.tasks import TASKS
 
@@ -31,6 +31,12 @@ def _parser():
     ap.add_argument("--workers", type=int, default=8, choices=(4, 8, 16))
     ap.add_argument("--lr", type=float, help="one learning rate for every group")
     ap.add_argument("--hidden", type=int, help="features the head reads (default 64)")
+    ap.add_argument("--paper-regime", action="store_true",
+                    help="the paper-regime model (models.PAPER_REGIME: > 1 M backbone "
+                         "parameters, head 0.45%% of them)")
+    ap.add_argument("--encoding", default="negative", choices=("negative", "abstain", "alternate"),
+                    help="how a zero gradient becomes a bit (host/encoding.py; default "
+                         "%(default)s, the contract's g > 0)")
     ap.add_argument("--out", help="write the results to this JSON file")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     return ap
@@ -49,11 +55,14 @@ def main(argv=None):
     policy = POLICIES[args.policy]
     lr = {g: args.lr if args.lr is not None else tuned_lr(args.task, policy.groups[g])
           for g in GROUPS}
-    extra = {"hidden": args.hidden} if args.hidden else {}
+    extra = dict(PAPER_REGIME) if args.paper_regime else {}
+    if args.hidden:
+        extra["hidden"] = args.hidden
     results = []
     for seed in args.seeds:
         cfg = RunConfig(args.task, args.policy, lr, seed=seed, steps=args.steps,
-                        batch=args.batch, workers=args.workers, **extra)
+                        batch=args.batch, workers=args.workers, encoding=args.encoding,
+                        **extra)
         r = train(cfg, progress=not args.no_progress)
         results.append(r)
         print(f"{args.task} {policy.label} seed {seed}: test {100 * r['test']:.2f}% "

@@ -1,7 +1,13 @@
-"""What ``make train`` runs: each experiment's task and policies, and the seeds
-(read by the runner, :mod:`.experiments`, and the report writer, :mod:`.report`)."""
+"""What ``make train`` and ``make train-full`` run: each experiment's task,
+model, batch and policies, the encodings and the seeds (read by the
+runner, :mod:`.experiments`, and the report writer, :mod:`.report`)."""
 
-__all__ = ["UNIFORM", "SPLITS", "EXPERIMENTS", "SEEDS", "TASKS"]
+from dataclasses import dataclass, field
+
+from neuron_fabric.experiments.train.models import PAPER_REGIME
+
+__all__ = ["UNIFORM", "SPLITS", "ABLATION", "EXPERIMENTS", "FULL_EXPERIMENTS", "SEEDS",
+           "FULL_SEEDS", "TASKS", "ENCODINGS", "Experiment", "experiments_for"]
 
 #: Policies with one aggregation on every group, in report order.
 UNIFORM = ("fp32", "gbinary", "gternary", "gternary-rotating", "gternary-margin", "signofmean",
@@ -10,12 +16,57 @@ UNIFORM = ("fp32", "gbinary", "gternary", "gternary-rotating", "gternary-margin"
 SPLITS = ("fp32", "gbinary", "gternary", "gbinary-backbone+fp32-head",
           "gternary-backbone+fp32-head", "fp32-backbone+gbinary-head",
           "fp32-backbone+gternary-head")
+#: The paper's section 7 ablation: the head on FP32 aggregation at the
+#: low-bit learning rate.
+ABLATION = ("gbinary-backbone+fp32-head@low-bit-lr", "gternary-backbone+fp32-head@low-bit-lr")
+#: Encodings of a zero trained on the low-bit paths (both reported): the
+#: contract's packing and the abstaining one (:mod:`neuron_fabric.host.encoding`).
+ENCODINGS = ("negative", "abstain")
 
-#: Experiment -> (task, policies).
-EXPERIMENTS = {
-    "convergence": ("digits", UNIFORM),
-    "boundary": ("pairs", UNIFORM),
-    "admission": ("pairs", SPLITS),
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment: ``task``, ``policies``, examples per worker and step
+    (``batch``), the model size (``model``: keyword arguments of
+    :class:`.harness.RunConfig`), ``steps`` (task default when None),
+    ``seeds`` (the run's seeds when None)."""
+    task: str
+    policies: tuple
+    batch: int = 16
+    model: dict = field(default_factory=dict)
+    steps: int = None
+    seeds: tuple = None
+
+
+_HARD = dict(task="pairs-hard", model=PAPER_REGIME)
+
+#: ``make train-full``: every experiment.
+FULL_EXPERIMENTS = {
+    "convergence": Experiment("digits", UNIFORM),
+    "boundary": Experiment(policies=UNIFORM, **_HARD),
+    "admission": Experiment(policies=SPLITS + ABLATION, **_HARD),
+    "batch64": Experiment(policies=("fp32", "gbinary", "gternary", "signofmean",
+                                    "gbinary-backbone+fp32-head",
+                                    "gternary-backbone+fp32-head"), batch=64, steps=600, **_HARD),
 }
+
+#: ``make train``: the easy task whole; on the hard task (paper regime,
+#: about 1.5 CPU-minutes a run) seeds 0-1 only, without the rotating and
+#: margin variants, the reverse splits (FP32 backbone + low-bit head) and
+#: the batch-64 sweep, which ``make train-full`` adds.
+EXPERIMENTS = {
+    "convergence": FULL_EXPERIMENTS["convergence"],
+    "boundary": Experiment(policies=("fp32", "gbinary", "gternary", "signofmean"),
+                           seeds=(0, 1), **_HARD),
+    "admission": Experiment(policies=SPLITS[:5] + ABLATION, seeds=(0, 1), **_HARD),
+}
+
 SEEDS = (0, 1, 2)
-TASKS = ("digits", "pairs")
+#: ``make train-full``: five seeds (the spread of several rows exceeds 2 points).
+FULL_SEEDS = (0, 1, 2, 3, 4)
+TASKS = ("digits", "pairs-hard")
+
+
+def experiments_for(full):
+    """``(experiments, seeds)`` of ``make train-full`` (``full``) or ``make train``."""
+    return (FULL_EXPERIMENTS, FULL_SEEDS) if full else (EXPERIMENTS, SEEDS)

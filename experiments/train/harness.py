@@ -17,7 +17,7 @@ and the batch order all derive from it, and every computation is on the CPU.
 
 import asyncio
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 
 import jax
@@ -28,6 +28,7 @@ import optax
 from neuron_fabric.contract.facts import TopParams
 from neuron_fabric.experiments.train import models
 from neuron_fabric.experiments.train.models import GROUPS
+from neuron_fabric.experiments.train import probe
 from neuron_fabric.experiments.train.policies import cosine, get_policy
 from neuron_fabric.experiments.train.tasks import load_task
 from neuron_fabric.host.device import Device
@@ -40,10 +41,11 @@ __all__ = ["RunConfig", "TASK_DEFAULTS", "MOMENTUM", "step_functions", "batch_in
 MOMENTUM = 0.9
 
 #: Per-task defaults: steps and examples per worker and step (16 x W = 128 a step;
-#: 36 epochs of digits, 15 of pairs).
+#: 36 epochs of digits, 15 of pairs, 5 of pairs-hard's 30,000 pairs).
 TASK_DEFAULTS = {
     "digits": dict(steps=300, batch=16),
     "pairs": dict(steps=1200, batch=16),
+    "pairs-hard": dict(steps=1200, batch=16),
 }
 
 
@@ -66,9 +68,19 @@ class RunConfig:
     diag_at, diag_steps : float, int
         Table 5 cosines are averaged over ``diag_steps`` steps from
         ``diag_at * steps`` on.
-    channels, hidden :
-        Model size (:func:`.models.init`): convolution channels and the
-        width of the features the head reads.
+    channels, hidden, wide :
+        Model size (:func:`.models.init`): convolution channels, the
+        width of the features the head reads, and of the extra dense layer
+        before them (0: none).
+    encoding : str
+        How a zero gradient becomes a bit on the low-bit paths
+        (:mod:`neuron_fabric.host.encoding`: ``negative``, the contract's
+        ``g > 0``; ``abstain``; ``alternate``).
+    probe_at : tuple of float
+        Fractions of training at which every aggregation is applied to the
+        same per-worker gradients (:mod:`.probe`, Table 5 on the same
+        gradients), ``probe_steps`` consecutive steps each; meant for FP32
+        runs (the probe reads the run's own gradients).
     """
     task: str
     policy: str
@@ -82,6 +94,10 @@ class RunConfig:
     diag_steps: int = 20
     channels: tuple = models.CHANNELS
     hidden: int = models.HIDDEN
+    wide: int = 0
+    encoding: str = "negative"
+    probe_at: tuple = ()
+    probe_steps: int = probe.PROBE_STEPS
 
     def resolved(self):
         """This configuration with the task defaults filled in."""
@@ -91,7 +107,7 @@ class RunConfig:
 
 
 @lru_cache(maxsize=None)
-def step_functions(image_shape, classes, channels=models.CHANNELS, hidden=models.HIDDEN):
+def step_functions(image_shape, classes, channels=models.CHANNELS, hidden=models.HIDDEN, wide=0):
     """Jitted functions of one model size, compiled once per process.
 
     Returns
@@ -102,7 +118,7 @@ def step_functions(image_shape, classes, channels=models.CHANNELS, hidden=models
         SGD with momentum on the directions scaled by their group's rate.
     init : params -> optimiser state
     """
-    params = models.init(0, image_shape, classes, channels, hidden)
+    params = models.init(0, image_shape, classes, channels, hidden, wide)
     flat = models.Flattener(params)
     opt = optax.sgd(1.0, momentum=MOMENTUM)
 
@@ -165,14 +181,18 @@ async def _run(cfg, progress, keep_params):
     missing = set(GROUPS) - set(cfg.lr)
     if missing:
         raise ValueError(f"lr must give a rate for every group; missing {sorted(missing)}")
-    model = (tuple(cfg.channels), cfg.hidden)
+    model = (tuple(cfg.channels), cfg.hidden, cfg.wide)
     worker_grads, update, opt_init = step_functions(task.image_shape, task.classes, *model)
     params = models.init(cfg.seed, task.image_shape, task.classes, *model)
     state = opt_init(params)
     dev = Device(TopParams(workers=cfg.workers))
+    sizes = models.group_sizes(params)
     rt = await GradientRuntime.create(
-        dev, Driver(dev, dev.params), models.group_sizes(params),
-        {g: policy.aggregation(g).group_policy(cfg.workers) for g in GROUPS})
+        dev, Driver(dev, dev.params), sizes,
+        {g: _encoded(policy.aggregation(g).group_policy(cfg.workers), cfg.encoding)
+         for g in GROUPS})
+    probes = {f"{f:g}": (int(f * cfg.steps), probe.ProbeSums()) for f in cfg.probe_at}
+    probe_rts = await probe.probe_runtimes(sizes, cfg.workers) if probes else None
     batches = batch_indices(len(task.y_train), cfg.workers * cfg.batch, cfg.seed)
     evals = _eval_steps(cfg.steps, cfg.evals)
     diag_from = int(cfg.diag_at * cfg.steps)
@@ -185,6 +205,9 @@ async def _run(cfg, progress, keep_params):
         yw = task.y_train[idx].reshape(cfg.workers, cfg.batch)
         loss, grads = worker_grads(params, xw, yw)
         grads = {g: np.asarray(v) for g, v in grads.items()}
+        for at, sums in probes.values():
+            if at <= step < at + cfg.probe_steps:
+                await probe.probe_step(probe_rts, grads, sums)
         out = await rt.step(grads)
         directions = {g: policy.aggregation(g).finish(out[g]) for g in GROUPS}
         if diag_from <= step < diag_from + cfg.diag_steps:
@@ -204,12 +227,18 @@ async def _run(cfg, progress, keep_params):
     return dict(config=asdict(cfg), policy_label=policy.label, curve=curve,
                 val=curve[-1]["val"], test=curve[-1]["test"],
                 diagnostics=diag.result(),
+                probes={key: sums.result() for key, (_, sums) in probes.items()},
                 traffic={name: dict(payload_ratio=t.payload_ratio(),
                                     round_trip_ratio=t.round_trip_ratio(),
                                     bytes_up=t.bytes_up, bytes_down=t.bytes_down)
                          for name, t in traffic.items()},
                 group_sizes=models.group_sizes(params),
                 **({"params": jax.tree_util.tree_map(np.asarray, params)} if keep_params else {}))
+
+
+def _encoded(policy, encoding):
+    """``policy`` with ``encoding`` on a low-bit path (FP32 has no bits)."""
+    return replace(policy, encoding=encoding) if policy.low_bit else policy
 
 
 def _progress(cfg, enabled):
@@ -235,7 +264,9 @@ def train(cfg, progress=True, keep_params=False):
         ``config``, ``policy_label``; ``curve`` (list of ``step``, ``loss``,
         ``val``, ``test`` accuracies); final ``val`` and ``test`` accuracy
         (fractions); ``diagnostics`` (cosine of the update direction with
-        the FP32 mean: ``global``, ``backbone``, ``head``); ``traffic`` per
+        the FP32 mean: ``global``, ``backbone``, ``head``); ``probes``
+        (fraction of training -> :func:`.probe.probe_step` rows, averaged
+        over the probe steps; empty without ``probe_at``); ``traffic`` per
         group and ``total`` (``payload_ratio``, ``round_trip_ratio``,
         bytes); ``group_sizes``.
     """

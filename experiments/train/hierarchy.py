@@ -22,6 +22,10 @@ scheme             direction
                    controller's sum re-quantized to 4 bits, summed at the top, divided
                    by 64 (an unbiased estimate of the mean, with magnitudes)
 ``signofmean``     the sign of the FP32 mean (a reference: FP32 traffic)
+``dq-<v>-b<b>``    DynamiQ-style at b bits with the seed's correlated rounding, on vote
+                   counts (``v`` = ``sign``: exact level-1 margins, re-quantized partial
+                   margins, the sign at the top) or on gradients (``v`` = ``grad``); the
+                   equal-bits sweep of :data:`BIT_SWEEP`
 =================  =======================================================================
 
 The update is SGD with momentum 0.9 and a cosine-decayed rate, as in
@@ -49,7 +53,8 @@ from neuron_fabric.experiments.train.harness import (
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.experiments.train.tasks import load_task
 
-__all__ = ["TRAIN_SCHEMES", "LR_GRIDS", "HIERARCHY", "DQ_BITS", "HopRun", "direction", "train"]
+__all__ = ["TRAIN_SCHEMES", "LR_GRIDS", "HIERARCHY", "DQ_BITS", "BIT_SWEEP", "SWEEP_SCHEMES",
+           "scheme_bits", "HopRun", "direction", "train"]
 
 #: Schemes trained, in report order, with their labels.
 TRAIN_SCHEMES = {
@@ -69,6 +74,22 @@ LR_GRIDS = {"fp32": _VALUE_GRID, "exact": _SIGN_GRID, "mom": _SIGN_GRID,
 HIERARCHY = MultiHopTree(workers=8, fanin=8, hops=1)
 #: Bits of the DynamiQ-style codes.
 DQ_BITS = 4
+#: Bits per coordinate per hop of the equal-bits sweep.
+BIT_SWEEP = (1, 2, 3, 4, 8)
+#: The sweep's schemes (correlated rounding), with labels and grids.
+SWEEP_SCHEMES = {f"dq-{v}-b{b}": f"DynamiQ-style {what}, b = {b}, correlated rounding"
+                 for v, what in (("sign", "vote sums"), ("grad", "gradient sums"))
+                 for b in BIT_SWEEP}
+LR_GRIDS.update({s: (_SIGN_GRID if s.startswith("dq-sign") else _VALUE_GRID)
+                 for s in SWEEP_SCHEMES})
+
+
+def scheme_bits(scheme):
+    """``(base scheme, bits, rounding)`` of a training scheme name."""
+    if scheme in SWEEP_SCHEMES:
+        v, b = scheme[3:].split("-b")
+        return f"dq-{v}", int(b), "correlated"
+    return scheme, (DQ_BITS if scheme.startswith("dq") else None), "independent"
 
 
 @dataclass(frozen=True)
@@ -98,8 +119,9 @@ def direction(scheme, grads, rng, h=HIERARCHY):
         return grads.mean(axis=0, dtype=np.float64)
     if scheme == "exact":
         return contract_vote(h, grads).astype(np.float64)
-    if scheme in ("mom", "mom-ternary", "dq-grad", "signofmean"):
-        return aggregate(h, grads, scheme, bits=DQ_BITS, rng=rng)
+    if scheme in ("mom", "mom-ternary", "dq-grad", "signofmean") or scheme in SWEEP_SCHEMES:
+        base, bits, rounding = scheme_bits(scheme)
+        return aggregate(h, grads, base, bits=bits, rng=rng, rounding=rounding)
     raise ValueError(f"unknown scheme {scheme!r}; known: {list(TRAIN_SCHEMES)}")
 
 

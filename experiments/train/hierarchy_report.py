@@ -13,10 +13,17 @@ workers and the multi-hop timing, written to ``hierarchy.md``,
    hierarchy of W 8 / 16, fan-in 4 / 8 / 16, 1-3 hops.
 2. *Timing* (:mod:`neuron_fabric.models.multihop`): ring and tree
    All-Reduce among N controllers, per scheme.
-3. *Training* (:mod:`.hierarchy`), for 2 and 16 examples per worker
+3. *Equal bits* (:func:`bit_sweep`): DynamiQ-style sums at b = 1, 2, 3,
+   4, 8 bits per coordinate per hop, independent and correlated rounding,
+   on vote counts (``dq-sign``) and on gradients (``dq-grad``), beside
+   exact counts and majority of majorities, on the real and synthetic
+   gradients of :data:`SWEEP_CONFIGS`.
+4. *Training* (:mod:`.hierarchy`), for 2 and 16 examples per worker
    (:data:`SETTINGS`): learning rates on the validation split (seed 0),
    then seeds 0-2 at the chosen rate (seed 0's run is the tuning run
-   itself: runs are deterministic).
+   itself: runs are deterministic).  The 2-a-worker setting adds the
+   equal-bits sweep (:data:`.hierarchy.SWEEP_SCHEMES`, correlated
+   rounding).
 
 ``--quick`` runs the same pipeline in seconds: few steps, small pools, one
 hierarchy of each kind, one seed.
@@ -25,7 +32,9 @@ hierarchy of each kind, one seed.
 ``workers``, ``fanin``, ``hops``, ``total``, ``n``, and the metrics of
 :func:`compare`), ``hardware`` (per hierarchy: count widths per hop and the
 contract operand of each hop), ``timing`` (``ring`` and ``tree`` rows),
-``training`` (a list, one entry per setting of :data:`SETTINGS`: ``batch``,
+``sweep.<real|synthetic>`` (rows of :func:`compare` with ``rounding``, per
+hierarchy of :data:`SWEEP_CONFIGS`), ``training`` (a list, one entry per
+setting of :data:`SETTINGS`: ``batch``,
 ``steps``, ``rates``, ``trials``, ``schemes.<scheme>``: ``accuracy_mean``,
 ``accuracy_std`` (ddof 1), ``accuracies``, ``cosine``, ``curves``),
 ``setup``, ``wall_seconds``.
@@ -67,6 +76,8 @@ RING_N = (2, 4, 8, 16, 32, 64, 128)
 TREES = ((4, 16), (4, 64), (8, 8), (8, 64), (16, 16))
 SEEDS = (0, 1, 2)
 TASK = "digits"
+#: Hierarchies of the equal-bits sweep: 64 workers in one hop, 128 in two.
+SWEEP_CONFIGS = ((8, 8, 1), (8, 4, 2))
 #: Training settings: (examples per worker and step, steps).  2 a worker is
 #: the harness's global batch of 128; 16 a worker (1,024 a step, 150 steps)
 #: gives each worker's sign more signal.
@@ -158,6 +169,27 @@ def study(configs, pool, synth_cap=None):
     return out
 
 
+def bit_sweep(pool, configs=SWEEP_CONFIGS, n_synth=4096):
+    """Rows of :func:`compare` at every b of the sweep, both roundings, for
+    every hierarchy of ``configs``: real gradients (first K of ``pool``)
+    and synthetic ones."""
+    from neuron_fabric.experiments.train.hierarchy import BIT_SWEEP  # deferred: JAX
+    out = dict(real=[], synthetic=[])
+    for i, (w, f, hops) in enumerate(configs):
+        h = hy.MultiHopTree(w, f, hops)
+        sources = [("synthetic", hy.synthetic_gradients(h.total, n_synth, SYNTH_RHO, seed=100 + i))]
+        if pool is not None and h.total <= len(pool):
+            sources.insert(0, ("real", pool[:h.total]))
+        for name, grads in sources:
+            for row in hy.compare(h, grads, bits=BIT_SWEEP, seed=100 + i,
+                                  roundings=hy.ROUNDINGS):
+                out[name].append(dict(workers=w, fanin=f, hops=hops, total=h.total,
+                                      n=grads.shape[1], hop_bits_top=row["hop_bits"][-1],
+                                      **row))
+        _say(f"equal-bits sweep {i + 1}/{len(configs)}: {h.label()}")
+    return out
+
+
 # -- timing ------------------------------------------------------------------------
 
 def timing(n=TIME_N, workers=TIME_W, rings=RING_N, trees=TREES):
@@ -210,46 +242,50 @@ def _run_jobs(runs, jobs, what):
     return results
 
 
-def train_all(jobs=2, quick=False):
+def train_all(jobs=2, quick=False, seeds=None, select=True, settings=SETTINGS):
     """Every setting of :data:`SETTINGS`: rates on the validation split, then
     every scheme on every seed.  Returns a list, one dict per setting."""
     from neuron_fabric.experiments.train.hierarchy import (  # deferred: JAX
         LR_GRIDS,
+        SWEEP_SCHEMES,
         TRAIN_SCHEMES,
         HopRun,
     )
-    seeds = SEEDS[:1] if quick else SEEDS
-    grids = {s: LR_GRIDS[s][1:2] if quick else LR_GRIDS[s] for s in TRAIN_SCHEMES}
+    seeds = tuple(seeds) if seeds else (SEEDS[:1] if quick else SEEDS)
     out = []
-    for batch, steps in SETTINGS:
+    for batch, steps in settings:
+        schemes = dict(TRAIN_SCHEMES, **(SWEEP_SCHEMES if batch == SETTINGS[0][0] else {}))
+        # the sweep's schemes try the two middle rates of their grid
+        grids = {s: LR_GRIDS[s][1:2] if quick or not select else
+                 (LR_GRIDS[s][1:3] if s in SWEEP_SCHEMES else LR_GRIDS[s]) for s in schemes}
         steps = 6 if quick else steps
         what = f"{batch} a worker"
         cfg = dict(steps=steps, batch=batch, evals=2 if quick else 10)
-        tune = [asdict(HopRun(TASK, s, lr, seed=0, **cfg)) for s in TRAIN_SCHEMES
+        tune = [asdict(HopRun(TASK, s, lr, seed=0, **cfg)) for s in schemes
                 for lr in grids[s]]
         tuned = _run_jobs(tune, jobs, f"learning rates ({what})")
         trials = [dict(scheme=r["scheme"], lr=r["lr"], val=res["val"])
                   for r, res in zip(tune, tuned)]
         rates = {s: max((t for t in trials if t["scheme"] == s),
                         key=lambda t: t["val"])["lr"]      # first maximum: the smaller rate
-                 for s in TRAIN_SCHEMES}
+                 for s in schemes}
         rest = [asdict(HopRun(TASK, s, rates[s], seed=seed, **cfg))
-                for s in TRAIN_SCHEMES for seed in seeds if seed != 0]
+                for s in schemes for seed in seeds if seed != 0]
         results = {(r["scheme"], r["lr"], 0): res for r, res in zip(tune, tuned)}
         for r, res in zip(rest, _run_jobs(rest, jobs, f"runs ({what})") if rest else []):
             results[(r["scheme"], r["lr"], r["seed"])] = res
-        schemes = {}
-        for s, label in TRAIN_SCHEMES.items():
+        rows = {}
+        for s, label in schemes.items():
             runs = [results[(s, rates[s], seed)] for seed in seeds]
             accs = [100 * r["test"] for r in runs]
-            schemes[s] = dict(label=label, lr=rates[s], accuracies=accs,
+            rows[s] = dict(label=label, lr=rates[s], accuracies=accs,
                               accuracy_mean=float(np.mean(accs)),
                               accuracy_std=float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0,
                               cosine=float(np.mean([r["cosine"] for r in runs])),
                               curves=[r["curve"] for r in runs],
                               seconds=[r["seconds"] for r in runs])
         out.append(dict(task=TASK, seeds=list(seeds), batch=batch, steps=steps, rates=rates,
-                        trials=trials, schemes=schemes))
+                        trials=trials, schemes=rows))
     return out
 
 
@@ -355,6 +391,79 @@ def _save(plt, fig, ax, path):
     return path
 
 
+def _hop_total(row):
+    return sum(row["hop_bits_top"])
+
+
+def _bits_plot(plt, out, sweep, training):
+    """Disagreement with the exact majority and training accuracy against
+    bits per coordinate on the top hop, each scheme a line or a point."""
+    fig, axes = plt.subplots(1, 3 if training else 2, figsize=(15 if training else 10, 4.2))
+    for ax, source in zip(axes, ("real", "synthetic")):
+        rows = [r for r in sweep[source] if (r["workers"], r["fanin"], r["hops"]) == (8, 8, 1)]
+        for i, (scheme, rounding) in enumerate([(s, r) for s in ("dq-sign", "dq-grad")
+                                                for r in hy.ROUNDINGS]):
+            pts = sorted((_hop_total(r), 100 * r["disagreement_decided"]) for r in rows
+                         if r["scheme"] == scheme and r["rounding"] == rounding)
+            if pts:
+                ax.plot(*zip(*pts), "o-" if rounding == "correlated" else "s--", ms=4,
+                        color=f"C{i // 2}", alpha=1 if rounding == "correlated" else 0.6,
+                        label=f"{_SCHEME_LABEL[scheme]}, {rounding}")
+        for j, scheme in enumerate(("exact", "mom", "mom-ternary")):
+            for r in rows:
+                if r["scheme"] == scheme:
+                    ax.plot(_hop_total(r), 100 * r["disagreement_decided"], "*", ms=11,
+                            color=f"C{j + 2}", label=_SCHEME_LABEL[scheme])
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("bits per coordinate on the hop (payload + scales)")
+        ax.set_title(f"{source} gradients, W 8 x fan-in 8 (64 workers)", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("sign disagreement with the exact majority,\nnon-tie coordinates (%)")
+    axes[0].legend(fontsize=6)
+    if training:
+        ax = axes[2]
+        tr = training[0]
+        for i, v in enumerate(("sign", "grad")):
+            pts = sorted((int(k.split("-b")[1]) + hy.META_BITS, r["accuracy_mean"], r["accuracy_std"])
+                         for k, r in tr["schemes"].items() if k.startswith(f"dq-{v}-b"))
+            if pts:
+                x, y, e = zip(*pts)
+                ax.errorbar(x, y, yerr=e, fmt="o-", capsize=3, color=f"C{i}",
+                            label=f"DynamiQ-style {'vote' if v == 'sign' else 'gradient'} sums, "
+                                  "correlated")
+        for j, (scheme, bits) in enumerate((("exact", hy.partial_bits("exact", 8)[0]),
+                                            ("mom", 1.0), ("mom-ternary", 1.58))):
+            r = tr["schemes"].get(scheme)
+            if r:
+                ax.errorbar(bits, r["accuracy_mean"], yerr=r["accuracy_std"], fmt="*", ms=11,
+                            capsize=3, color=f"C{j + 2}", label=_SCHEME_LABEL[scheme])
+        if "fp32" in tr["schemes"]:
+            ax.axhline(tr["schemes"]["fp32"]["accuracy_mean"], color="k", lw=0.8, ls=":",
+                       label="FP32 (32 bits)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("bits per coordinate on the hop (payload + scales)")
+        ax.set_ylabel("test accuracy (%)")
+        ax.set_title(f"training, {tr['task']}, 8 x 8 workers, {tr['batch']} examples a worker",
+                     fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    path = out / "hierarchy_bits.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _sweep_table(rows):
+    return _table(["hierarchy", "source", "scheme", "rounding", "b", "bits/coord on the top hop",
+                   "disagree (no tie)", "vs sign of mean", "cos to mean"],
+                  [[f"W {r['workers']} x {r['fanin']}^{r['hops']}", src, _SCHEME_LABEL[r["scheme"]],
+                    r["rounding"] or "", r["bits"] or "", f"{_hop_total(r):.2f}",
+                    f"{100 * r['disagreement_decided']:.2f}%",
+                    f"{100 * r['disagreement_mean_sign']:.2f}%", f"{r['cosine']:.3f}"]
+                   for src, rs in rows.items() for r in rs])
+
+
 def _plots(out, result):
     import matplotlib  # deferred: matplotlib
     matplotlib.use("Agg")
@@ -392,6 +501,10 @@ def _plots(out, result):
     ax.set_ylim(top=12 * max(r["seconds"] for r in t["ring"]) * 1e3)    # room for the legend
     paths.append(_save(plt, fig, ax, out / "hierarchy_timing.png"))
 
+    sweep = result.get("sweep")
+    if sweep:
+        paths.append(_bits_plot(plt, out, sweep, result.get("training")))
+
     settings = result.get("training")
     if settings:
         fig, axes = plt.subplots(1, len(settings), figsize=(5.5 * len(settings), 4.2),
@@ -413,6 +526,7 @@ def _markdown(r):
     lines = ["# Multi-hop aggregation: exact counts, majority of majorities, DynamiQ-style "
              "partial sums", "",
              f"{'Quick smoke run (not results). ' if r['quick'] else ''}"
+             f"{'REDUCED training: ' + '; '.join(r['reduced']) + '. ' if r.get('reduced') else ''}"
              f"Generated by `make hierarchy` in {r['wall_seconds']:.0f} s "
              "(python -m neuron_fabric.experiments.train.hierarchy_report). "
              "Method and reading: docs/hierarchy.md.", "",
@@ -452,13 +566,24 @@ def _markdown(r):
               "result. Tree: whole messages stored and forwarded, no pipelining.", ""]
     lines += ring + [""] + tree + ["", "Traffic, bits per coordinate per step (payload + "
                                    "scale metadata, DynamiQ's accounting):", ""] + traffic
+    if r.get("sweep"):
+        lines += ["", "## Equal bits: DynamiQ-style sums at b = 1, 2, 3, 4, 8", "",
+                  "Each hop's partial sums re-quantized to b bits (plus the 8-bit group and "
+                  "16-bit super-group scales), with independent or the seed's correlated "
+                  "rounding (`host/hierarchy.py`), on vote counts and on gradients, beside "
+                  "exact counts (their width grows a hop) and majority of majorities "
+                  "(1 or 1.58 bits). Plot: `hierarchy_bits.png`.", ""]
+        lines += _sweep_table(r["sweep"])
     for tr in r.get("training") or []:
         lines += ["", f"## Training at 64 virtual workers (8 controllers x 8 workers), "
                   f"{tr['batch']} examples a worker", "",
                   f"`{tr['task']}`, {tr['steps']} steps, {tr['batch']} examples per worker and "
                   f"step ({64 * tr['batch']} a step), seeds {tr['seeds']}, test accuracy "
-                  "mean ± std (ddof 1); rates chosen on the validation split (seed 0). Cosine: "
-                  "the direction against the FP32 mean, 20 steps from 30% of the run.", ""]
+                  "mean ± std (ddof 1); " +
+                  ("rates: the second of each grid, not selected. "
+                   if any("no learning-rate" in x for x in r.get("reduced", ()))
+                   else "rates chosen on the validation split (seed 0). ") +
+                  "Cosine: the direction against the FP32 mean, 20 steps from 30% of the run.", ""]
         lines += _training_table(tr)
         lines += ["", "Rates tried (validation accuracy, seed 0):", ""]
         lines += _table(["scheme", "lr", "val (%)"],
@@ -468,7 +593,7 @@ def _markdown(r):
     return "\n".join(lines)
 
 
-def run_all(out, jobs=2, quick=False, train=True):
+def run_all(out, jobs=2, quick=False, train=True, seeds=None, select=True, batches=None):
     """Study, timing and training; write the report into ``out``; return the paths."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -479,12 +604,19 @@ def run_all(out, jobs=2, quick=False, train=True):
     _say(f"real gradients: {real_steps}-step FP32 harness run, {pool_size} workers")
     pool, real_val = real_pool(pool_size, real_steps)
     result = dict(quick=quick, study=study(configs, pool, synth_cap=512 if quick else None),
+                  sweep=bit_sweep(pool, SWEEP_CONFIGS[:1] if quick else SWEEP_CONFIGS,
+                                  512 if quick else 4096),
                   hardware={f"{w}-{f}-{h}": _hardware(hy.MultiHopTree(w, f, h))
                             for w, f, h in configs})
     _say("timing")
     result["timing"] = timing(rings=(2, 4, 8), trees=((4, 16), (8, 8))) if quick else timing()
     if train:
-        result["training"] = train_all(jobs, quick)
+        settings = tuple(x for x in SETTINGS if batches is None or x[0] in batches)
+        result["training"] = train_all(jobs, quick, seeds, select, settings)
+        result["reduced"] = [what for what, on in (
+            (f"seeds {list(seeds or ())}", bool(seeds)),
+            ("no learning-rate selection (the second rate of each grid)", not select),
+            (f"examples per worker {sorted(batches or ())} only", batches is not None)) if on]
     result["setup"] = dict(real_steps=real_steps, real_val=real_val, real_pool=pool_size,
                            real_n=int(pool.shape[1]), real_zero=float(np.mean(pool == 0)),
                            synth_rho=SYNTH_RHO, group=hy.GROUP,
@@ -506,10 +638,16 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=2, help="training processes (default %(default)s)")
     ap.add_argument("--quick", action="store_true", help="seconds-long smoke run of the pipeline")
     ap.add_argument("--no-train", action="store_true", help="study and timing only")
+    ap.add_argument("--seeds", type=int, nargs="+", help="training seeds (default 0 1 2)")
+    ap.add_argument("--no-select", action="store_true",
+                    help="no learning-rate selection: the second rate of each grid (reduced)")
+    ap.add_argument("--batch", type=int, nargs="+", choices=[b for b, _ in SETTINGS],
+                    help="train only these examples-per-worker settings")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
-    for path in run_all(args.out, args.jobs, args.quick, train=not args.no_train):
+    for path in run_all(args.out, args.jobs, args.quick, train=not args.no_train,
+                        seeds=args.seeds, select=not args.no_select, batches=args.batch):
         print(f"wrote {path}")
     return 0
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Task", "digits", "pairs", "TASKS", "load_task"]
+__all__ = ["Task", "digits", "pairs", "pairs_hard", "HARD", "TASKS", "load_task"]
 
 #: Image fractions of the train / validation / test splits of the digits.
 SPLIT = (0.6, 0.2, 0.2)
@@ -90,7 +90,45 @@ def pairs(seed=0, train=10_000, val=2_000, test=2_000):
     return Task("pairs", 100, *out[0], *out[1], *out[2])
 
 
-TASKS = {"digits": digits, "pairs": pairs}
+#: The corruptions of ``pairs-hard``: shift (pixels each way), the share of
+#: digits occluded by a 3x3 block of uniform grey levels, pixel noise (std).
+HARD = dict(shift=1, occlude=0.35, block=3, noise=0.2)
+
+
+def _corrupt(x, rng, shift, occlude, block, noise):
+    """Each 8x8 half of the pairs ``x`` (N, 8, 16) shifted, occluded, noisy."""
+    out = np.empty_like(x)
+    n = len(x)
+    for half in (slice(0, 8), slice(8, 16)):
+        d = x[:, :, half]
+        dy, dx = rng.integers(-shift, shift + 1, size=(2, n))
+        padded = np.pad(d, ((0, 0), (shift, shift), (shift, shift)))
+        rows = (np.arange(8)[None, :] + shift - dy[:, None])[:, :, None]
+        cols = (np.arange(8)[None, :] + shift - dx[:, None])[:, None, :]
+        d = padded[np.arange(n)[:, None, None], rows, cols]
+        hide = rng.random(n) < occlude
+        y0, x0 = rng.integers(0, 8 - block + 1, size=(2, n))
+        grey = rng.random((n, block, block), dtype=np.float32)
+        for i in np.flatnonzero(hide):
+            d[i, y0[i]:y0[i] + block, x0[i]:x0[i] + block] = grey[i]
+        out[:, :, half] = d
+    out += rng.standard_normal(out.shape, dtype=np.float32) * np.float32(noise)
+    return np.clip(out, 0.0, 1.0).astype(np.float32)
+
+
+def pairs_hard(seed=0, train=30_000, val=2_000, test=2_000):
+    """The paper-regime hard task: :func:`pairs` with shifts, occlusion and
+    noise (:data:`HARD`), 100 classes."""
+    splits = _split_digits(seed)
+    rng = np.random.default_rng([seed, 101])
+    out = []
+    for (x, y), count in zip(splits, (train, val, test)):
+        xp, yp = _pair_set(x, y, count, rng)
+        out.append((_corrupt(xp, rng, **HARD), yp))
+    return Task("pairs-hard", 100, *out[0], *out[1], *out[2])
+
+
+TASKS = {"digits": digits, "pairs": pairs, "pairs-hard": pairs_hard}
 
 
 def load_task(name, seed=0):

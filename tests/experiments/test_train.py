@@ -3,6 +3,7 @@ numpy MajoritySignSGD bit for bit, determinism per seed, the command line,
 and a short version of the experiments through the report."""
 
 import json
+from dataclasses import asdict
 
 import jax
 import numpy as np
@@ -66,8 +67,10 @@ def test_every_policy_names_known_aggregations():
 # -- G-Binary is MajoritySignSGD -------------------------------------------------------------
 
 def majority_sign_sgd(cfg):
-    """The same training loop in plain numpy aggregation: each worker's sign
-    bit (positive or not), the update is the sign of the vote margin."""
+    """The same training loop with MajoritySignSGD in plain numpy: the
+    update is the sign of the sum of the workers' signs, ``sgn(sum_k
+    sgn(g_k))`` (a zero gradient counts 0, a tie gives 0: the contract's
+    tie rule), computed without any packing."""
     cfg = cfg.resolved()
     task = tasks.load_task(cfg.task, cfg.seed)
     worker_grads, update, init = harness.step_functions(task.image_shape, task.classes)
@@ -78,22 +81,27 @@ def majority_sign_sgd(cfg):
         idx = next(batches)
         _, grads = worker_grads(params, task.x_train[idx].reshape(cfg.workers, cfg.batch, 8, 8),
                                 task.y_train[idx].reshape(cfg.workers, cfg.batch))
-        directions = {}
-        for g, v in grads.items():
-            votes = (np.asarray(v) > 0).sum(axis=0)
-            directions[g] = np.sign(2 * votes - cfg.workers).astype(np.float32)
+        directions = {g: np.sign(np.sign(np.asarray(v)).sum(axis=0)).astype(np.float32)
+                      for g, v in grads.items()}
         factor = harness.lr_factor(step, cfg.steps)
         params, state = update(params, state, directions,
                                {g: np.float32(cfg.lr[g] * factor) for g in models.GROUPS})
     return params
 
 
-def test_g_binary_training_is_majority_sign_sgd_bit_for_bit():
-    cfg = RunConfig("digits", "gbinary", {"backbone": 1e-3, "head": 1e-3}, seed=3, **SHORT)
+def test_g_binary_training_with_abstaining_zeros_is_majority_sign_sgd_bit_for_bit():
+    cfg = RunConfig("digits", "gbinary", {"backbone": 1e-3, "head": 1e-3}, seed=3,
+                    encoding="abstain", **SHORT)
     ours = train(cfg, progress=False, keep_params=True)["params"]
     ref = majority_sign_sgd(cfg)
     for a, b in zip(jax.tree_util.tree_leaves(ours), jax.tree_util.tree_leaves(ref)):
         assert np.asarray(a).tobytes() == np.asarray(b).tobytes()
+    # The contract's packing (a zero votes negative) is not MajoritySignSGD
+    # on these gradients: the digits' border pixels give exact zeros.
+    packed = train(RunConfig(**{**asdict(cfg), "encoding": "negative"}), progress=False,
+                   keep_params=True)["params"]
+    assert any(np.asarray(a).tobytes() != np.asarray(b).tobytes()
+               for a, b in zip(jax.tree_util.tree_leaves(packed), jax.tree_util.tree_leaves(ref)))
 
 
 def test_runs_are_deterministic_per_seed():
@@ -134,13 +142,23 @@ def test_command_line_errors(argv, message, capsys):
 
 # -- the experiments, short ----------------------------------------------------------------
 
+TINY = dict(wide=0, channels=(4, 8), hidden=8, probe_steps=2)
+
+
 def test_short_experiments_through_the_report(tmp_path):
     rates = {t: {a: agg.lr_grid[1] for a, agg in policies.AGGREGATIONS.items()}
              for t in experiments.TASKS}
     configs = experiments.plan(rates, seeds=(0, 1), quick=True)
-    names = {(c["task"], c["policy"]) for c in configs}
-    assert len(names) == 2 * len(experiments.UNIFORM) + 4
-    runs = [train(RunConfig(**{**c, **SHORT}), progress=False)
+    names = {(c["task"], c["policy"], c["encoding"]) for c in configs}
+    # digits: fp32 and signofmean once, 5 low-bit policies x 2 encodings = 12;
+    # pairs-hard: fp32, signofmean, gbinary x 2, gternary x 2 (6), the two
+    # low-bit-backbone splits x 2 (4), the two ablations x 2 (4) = 14
+    assert len(names) == 26
+    assert all(c["probe_at"] for c in configs if c["policy"] == "fp32")
+    assert not any(c["probe_at"] for c in configs if c["policy"] != "fp32")
+    ablation = next(c for c in configs if c["policy"].endswith("@low-bit-lr"))
+    assert ablation["lr"]["head"] == rates["pairs-hard"]["gbinary"] != rates["pairs-hard"]["fp32"]
+    runs = [train(RunConfig(**{**c, **SHORT, **TINY}), progress=False)
             for c in configs if c["seed"] == 0 or c["policy"] in ("fp32", "gbinary")]
     runs += [dict(r, config=dict(r["config"], seed=1)) for r in runs
              if r["config"]["policy"] not in ("fp32", "gbinary")]
@@ -149,15 +167,61 @@ def test_short_experiments_through_the_report(tmp_path):
     assert all(p.exists() for p in paths)
     data = json.loads((tmp_path / "training.json").read_text())
     exps = data["experiments"]
-    assert set(exps["boundary"]["policies"]) == set(experiments.UNIFORM)
-    for row in exps["admission"]["policies"].values():
-        assert round_half_up(row["resnet18_traffic_ratio"]) == row["paper_traffic_ratio"]
-        assert {"accuracy_mean", "accuracy_std", "traffic_ratio"} <= set(row)
-    assert sorted(round_half_up(r["resnet18_traffic_ratio"])
-                  for r in exps["admission"]["policies"].values()) == sorted(TABLE6_PAPER.values())
-    gb = exps["boundary"]["policies"]["gbinary"]
-    assert gb["traffic_ratio"] == pytest.approx(1 / 32, rel=0.01)
+    assert set(exps["boundary"]["policies"]) == set(experiments.EXPERIMENTS["boundary"].policies)
+    for per in exps["admission"]["policies"].values():
+        for row in per.values():
+            assert round_half_up(row["resnet18_traffic_ratio"]) == row["paper_traffic_ratio"]
+            assert {"accuracy_mean", "accuracy_std", "traffic_ratio"} <= set(row)
+    assert set(exps["admission"]["policies"]["gbinary"]) == {"negative", "abstain"}
+    assert set(exps["admission"]["policies"]["fp32"]) == {"negative"}
+    gb = exps["boundary"]["policies"]["gbinary"]["abstain"]
+    assert gb["traffic_ratio"] == pytest.approx(1 / 32, rel=0.05)
     assert len(gb["accuracies"]) == 2
-    assert set(exps["diagnostics"]["pairs"]["gternary"]) >= {"global", "backbone", "head", "paper"}
+    assert gb["accuracies"] != exps["boundary"]["policies"]["gbinary"]["negative"]["accuracies"]
+    t5 = data["table5"]["pairs-hard"]["batch16"]
+    assert set(t5) == {"0.1", "0.3", "0.6"}
+    point = next(iter(t5.values()))
+    assert {"gbinary/negative", "gbinary/abstain", "gternary/alternate", "signofmean"} <= set(point)
+    assert set(data["zeros"]["digits"]["batch16"][next(iter(data["zeros"]["digits"]["batch16"]))]) \
+        >= {"backbone_zero", "head_all_zero_lanes"}
     text = (tmp_path / "training.md").read_text()
     assert "| G-Binary backbone + FP32 head | 73.11 ± 0.11 |" in text
+    assert "| G-Binary backbone + FP32 head at the low-bit rate | 73.24 ± 0.56 |" in text
+
+
+# -- Table 5 on the same gradients -------------------------------------------------------
+
+def test_probe_rows_against_numpy():
+    """One probe step on hand-made gradients: SignOfMean's cosine is
+    |m|_1 / (sqrt(n) |m|_2) with n the non-zero entries of m, the abstaining G-Binary direction is
+    sgn(sum_k sgn(g_k)), the contract's packing makes an all-zero lane -1,
+    and the zero fractions count the zeros."""
+    import asyncio
+    from neuron_fabric.experiments.train import probe
+    rng = np.random.default_rng(8)
+    g = {"backbone": rng.standard_normal((8, 600)).astype(np.float32),
+         "head": rng.standard_normal((8, 90)).astype(np.float32)}
+    g["backbone"][:, :60] = 0.0          # 60 all-zero lanes
+    g["backbone"][:4, 60:120] = 0.0      # 240 more zero entries
+    sums = probe.ProbeSums()
+
+    async def go():
+        rts = await probe.probe_runtimes({"backbone": 600, "head": 90}, 8)
+        await probe.probe_step(rts, g, sums)
+    asyncio.run(go())
+    rows = sums.result()
+
+    def cos(u, v):
+        return float(u @ v / np.sqrt((u @ u) * (v @ v)))
+    for grp in ("backbone", "head"):
+        m = g[grp].astype(np.float64).mean(axis=0)
+        assert rows["signofmean"][grp] == pytest.approx(
+            np.abs(m).sum() / (np.sqrt(np.count_nonzero(m)) * np.sqrt((m * m).sum())), rel=1e-9)
+        vote = np.sign(np.sign(g[grp]).sum(axis=0))
+        assert rows["gbinary/abstain"][grp] == pytest.approx(cos(vote, m), rel=1e-6)
+        neg = np.sign((2 * (g[grp] > 0).sum(axis=0) - 8).astype(np.float64))
+        assert rows["gbinary/negative"][grp] == pytest.approx(cos(neg, m), rel=1e-6)
+    z = rows["zeros"]
+    assert z["backbone_zero"] == pytest.approx((8 * 60 + 4 * 60) / (8 * 600))
+    assert z["backbone_all_zero_lanes"] == pytest.approx(60 / 600)
+    assert z["head_zero"] == 0.0

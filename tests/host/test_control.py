@@ -360,7 +360,7 @@ def test_pilot_report_and_plots_from_records(tmp_path):
                  "delay 8": {"0": record(0.9, 0.12, 0.8, gb)}},
     }
     text = pilots.report(results)
-    assert "| always-fp32 | 0.00% | 1.000x | 92.00 ± 2.83 |"   # sample std of 90 and 94 in text
+    assert "| always-fp32 | 0.00% | 1.000x | 92.00 ± 2.83 |" in text   # sample std of 90 and 94
     assert "81.11%" in text and "0.214x" in text and "90.87 ± 1.04" in text
     assert "gbinary backbone + fp32 head" in text
     pilots.plot_recovery(results, tmp_path / "recovery.png")

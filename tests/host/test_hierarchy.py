@@ -149,6 +149,39 @@ def test_quantizer_unbiased(bits):
     assert emp.sum() == pytest.approx(var.sum(), rel=5 * math.sqrt(2 / trials))
 
 
+def test_correlated_rounding_two_halves_cancel():
+    """DynamiQ's example: two senders each round a value halfway between two
+    levels (x = 0 with levels -1, +1 at one bit).  Independent rounding
+    gives the sum -2, 0 or +2 (variance 2); correlated rounding (thresholds
+    (pi + gamma) / 2) always rounds one up and one down: the sum is 0."""
+    x = np.zeros((2, 256), np.float32)
+    x[:, 1::2] = 1.0                       # every group's scale is 1
+    rng = np.random.default_rng(9)
+    sums_c = np.array([hy.stochastic_quantize(x, 1, rng, summed=2).sum(axis=0)[::2]
+                       for _ in range(200)])
+    sums_i = np.array([hy.stochastic_quantize(x, 1, rng).sum(axis=0)[::2] for _ in range(200)])
+    assert np.all(sums_c == 0)
+    assert set(np.unique(sums_i)) == {-2.0, 0.0, 2.0}
+    assert sums_i.var() == pytest.approx(2.0, rel=0.1)     # 25,600 draws
+
+
+@pytest.mark.parametrize("bits", [1, 3])
+def test_correlated_rounding_unbiased(bits):
+    """Each correlated threshold is uniform on [0, 1): E[q] = x per value, as
+    for independent rounding (same bound as test_quantizer_unbiased)."""
+    rng = np.random.default_rng(321)
+    n, trials, m = 256, 2000, 4
+    x = (rng.standard_normal((m, n)) * np.exp(rng.standard_normal(n))).astype(np.float32)
+    draws = np.array([hy.stochastic_quantize(x, bits, rng, summed=m) for _ in range(trials)],
+                     np.float64)
+    var = hy.quantize_variance(x, bits)
+    z = NormalDist().inv_cdf(1 - 1e-3 / (2 * n * m))
+    tol = z * np.sqrt(var / trials) + 1e-6 * np.abs(x).max()
+    assert np.all(np.abs(draws.mean(axis=0) - x) <= tol)
+    with pytest.raises(ValueError, match="do not split"):
+        hy.stochastic_quantize(x[:3], bits, rng, summed=2)
+
+
 def test_dq_grad_unbiased_over_hops():
     """The DynamiQ-style multi-hop estimate of the mean is unbiased: each
     hop's quantization is unbiased given the level below."""
@@ -181,7 +214,7 @@ def test_report_smoke(tmp_path):
     paths = hierarchy_report.run_all(tmp_path, jobs=1, quick=True)
     names = {p.name for p in paths}
     assert {"hierarchy.json", "hierarchy.md", "hierarchy_disagreement.png",
-            "hierarchy_timing.png", "hierarchy_training.png"} <= names
+            "hierarchy_timing.png", "hierarchy_training.png", "hierarchy_bits.png"} <= names
     r = json.loads((tmp_path / "hierarchy.json").read_text())
     real = r["study"]["real"]
     assert {row["scheme"] for row in real} == set(hy.SCHEMES)
@@ -189,7 +222,11 @@ def test_report_smoke(tmp_path):
     # (8, 8, 1) is the contract's two-level case: checked through the count path
     assert any(row["contract_checked"] for row in real if row["total"] == 64)
     assert [t["batch"] for t in r["training"]] == [2, 16]
-    for t in r["training"]:
-        assert set(t["schemes"]) == {"fp32", "exact", "mom", "mom-ternary", "dq-grad",
-                                     "signofmean"}
+    base = {"fp32", "exact", "mom", "mom-ternary", "dq-grad", "signofmean"}
+    sweep = {f"dq-{v}-b{b}" for v in ("sign", "grad") for b in (1, 2, 3, 4, 8)}
+    assert set(r["training"][0]["schemes"]) == base | sweep
+    assert set(r["training"][1]["schemes"]) == base
+    rows = r["sweep"]["real"]
+    assert {(x["scheme"], x["bits"], x["rounding"]) for x in rows if x["scheme"] == "dq-grad"} \
+        == {("dq-grad", b, rd) for b in (1, 2, 3, 4, 8) for rd in hy.ROUNDINGS}
     assert "Quick smoke run" in (tmp_path / "hierarchy.md").read_text()

@@ -1,0 +1,101 @@
+"""How a gradient's sign becomes a worker's bit: the host-side encodings of
+zero (no hardware change).
+
+The contract packs worker ``k``'s bit as ``g > 0`` (:func:`golden.encode_signs`),
+so an exact zero is a *negative* vote: a lane where all W workers hold 0
+returns ``a = -W`` and the parameter moves a full step at every step.  Exact
+zeros are common in small-batch training (ReLU units no example of a
+worker's batch activates, border pixels), so this module offers encodings in
+which a zero abstains.  Every one writes one bit per worker and element, in
+the same lines, through the same read transform: only the bits the host
+chooses for a zero differ.
+
+==============  ===================================================================
+encoding        bit of worker ``k`` for element ``i``
+==============  ===================================================================
+``negative``    ``g > 0`` (the contract's packing): a zero votes negative
+``abstain``     a non-zero gradient: ``g > 0``; the ``z`` zeros of element ``i``
+                (in worker order) take ``floor(z / 2)`` ones, the first zeros
+                first, plus one more when ``z`` is odd and the non-zero workers'
+                sign sum ``s`` is positive.  The zeros then add 0 (``z`` even) or
+                ``sgn(s)`` (``z`` odd, when ``s`` is odd and so not 0) to the
+                margin, so for even W the SIGN lane is ``sgn(s)``: the sign of
+                the sum of the workers' ``sgn(g)`` with a zero counted as 0, and
+                0 on a tie (all zero included).  The MARGIN lane is ``s`` or
+                ``s + sgn(s)``.  The writer must see every worker's value of an
+                element: element-major lines only (whoever writes a line holds
+                every worker's signs)
+``alternate``   a non-zero gradient: ``g > 0``; a zero: ``k mod 2``.  Worker-local
+                (any layout): W zeros tie, but a partial set of zeros adds
+                ``#odd - #even`` of them to the margin, so it abstains only on
+                average
+==============  ===================================================================
+
+The tie rule is the contract's: G-Binary SIGN returns 0 when ``a = 0``
+(``c = W / 2``); G-Ternary's gated value for a tie is 0 too.
+"""
+
+import numpy as np
+
+from neuron_fabric.contract.facts import Layout
+from neuron_fabric.host import golden
+
+__all__ = ["ENCODINGS", "NEGATIVE", "ABSTAIN", "ALTERNATE", "check_encoding", "sign_bits",
+           "encode_signs", "zero_stats"]
+
+NEGATIVE = "negative"
+ABSTAIN = "abstain"
+ALTERNATE = "alternate"
+#: Encoding names, the contract's packing first.
+ENCODINGS = (NEGATIVE, ABSTAIN, ALTERNATE)
+
+
+def check_encoding(encoding, layout=Layout.ELEMENT_MAJOR):
+    """Raise ``ValueError`` for an unknown encoding, or ``abstain`` with a
+    worker-major layout (where no writer sees the other workers' values)."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {ENCODINGS}, not {encoding!r}")
+    if encoding == ABSTAIN and layout == Layout.WORKER_MAJOR:
+        raise ValueError("the abstain encoding needs every worker's value of an element at the "
+                         "writer: element-major lines only (use 'alternate' for worker-major)")
+    return encoding
+
+
+def sign_bits(grads, encoding=NEGATIVE):
+    """Worker ``k``'s bit of element ``i``: bool ``(W, n)`` for gradients ``(W, n)``."""
+    check_encoding(encoding)
+    g = np.asarray(grads)
+    if g.ndim != 2:
+        raise ValueError(f"grads must have shape (W, n), not {g.shape}")
+    bits = g > 0
+    if encoding == NEGATIVE:
+        return bits
+    zero = g == 0
+    if encoding == ALTERNATE:
+        odd = (np.arange(g.shape[0]) % 2 == 1)[:, None]
+        return bits | (zero & odd)
+    # abstain: rank of each zero among its element's zeros, in worker order
+    rank = np.cumsum(zero, axis=0) - 1
+    z = zero.sum(axis=0)
+    s = bits.sum(axis=0, dtype=np.int64) - (g < 0).sum(axis=0, dtype=np.int64)
+    ones = z // 2 + ((z % 2 == 1) & (s > 0))
+    return bits | (zero & (rank < ones[None, :]))
+
+
+def encode_signs(grads, line_bits, layout=Layout.ELEMENT_MAJOR, encoding=NEGATIVE):
+    """:func:`golden.encode_signs` of the bits :func:`sign_bits` chooses:
+    uint8 lines of shape ``(ceil(n / E), LINE_BYTES)`` (padding lanes all 0,
+    as the golden model pads them)."""
+    check_encoding(encoding, layout)
+    if encoding == NEGATIVE:
+        return golden.encode_signs(grads, line_bits, layout)
+    return golden.encode_signs(sign_bits(grads, encoding), line_bits, layout)
+
+
+def zero_stats(grads):
+    """``(zero, all_zero)``: the fraction of the entries of ``grads`` (W, n)
+    that are exactly 0, and the fraction of elements (lanes) where every
+    worker's entry is 0."""
+    g = np.asarray(grads)
+    zero = g == 0
+    return float(zero.mean()), float(zero.all(axis=0).mean())
