@@ -128,7 +128,7 @@ train: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
 
 train-full: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --full --out build/reports/full
+	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--full --out $(REPORTS)/full)
 
 train-quick: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --quick --out $(REPORTS)/quick

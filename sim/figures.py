@@ -22,7 +22,7 @@ import re
 import statistics
 import sys
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
 from neuron_fabric.contract.paths import REPO, REPORTS
 from neuron_fabric.models.commtime import PAPER_GPT2XL_MS
@@ -235,7 +235,7 @@ def _pilots(data):
     share, traffic, a, s = PAPER_PILOTS["recovery"]
     rows = []
     if "gbinary-default" in rec:
-        rows.append(["recovery, G-Binary-default: low-bit steps / traffic / accuracy",
+        rows.append(["recovery from a device fault, G-Binary-default: low-bit steps / traffic / accuracy",
                      f"{100 * share:.2f}% / {traffic:.3f}x / {_pm(a, s)}%",
                      trio(rec["gbinary-default"])])
     if "fp32-default" in rec:
@@ -258,7 +258,14 @@ def _pilots(data):
                      + " / ".join(t.split()[-1] for t in late) + " steps", "—",
                      " / ".join(f"{100 * _stats(v, 'final_accuracy')[0]:.1f}%"
                                 for v in late.values())])
-    seeds = sorted({s for pilot in p.values() for per_seed in pilot.values() for s in per_seed})
+    noise = p.get("label-noise", {})
+    if noise:
+        rows.append(["label-noise control (FP32 cannot fix it): always-FP32 / always-G-Binary / "
+                     "G-Binary-default, accuracy", "—",
+                     " / ".join(acc(noise[t]) + "%" for t in
+                                ("always-fp32", "always-gbinary", "gbinary-default") if t in noise)])
+    sections = [p[k] for k in ("recovery", "label-noise", "ladder", "late") if k in p]
+    seeds = sorted({s for pilot in sections for per_seed in pilot.values() for s in per_seed})
     lines = [f"Device model, W 8, 512-bit lines, seeds {', '.join(seeds)}; accuracy is the "
              "final test accuracy, mean ± std; traffic the measured bytes up over FP32's:", ""]
     return lines + _table(["pilot", "paper", "ours"], rows)
@@ -341,6 +348,7 @@ def update(text, reports):
     return BLOCK.sub(one, text), updated, skipped
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.sim.figures",
                         description=__doc__.splitlines()[0])

@@ -40,9 +40,9 @@ from neuron_fabric.experiments.train.catalogue import (
     UNIFORM,
     experiments_for,
 )
-from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, RunConfig, train
+from neuron_fabric.experiments.train.harness import RunConfig, train
 from neuron_fabric.experiments.train.models import GROUPS
-from neuron_fabric.experiments.train.policies import AGGREGATIONS, POLICIES, lr_grid
+from neuron_fabric.experiments.train.policies import POLICIES, lr_grid
 from neuron_fabric.experiments.train.probe import PROBE_AT
 
 __all__ = ["UNIFORM", "SPLITS", "EXPERIMENTS", "SEEDS", "TASKS", "tune", "plan", "run_key",

@@ -36,13 +36,12 @@ import numpy as np
 
 from neuron_fabric.experiments.train.catalogue import ENCODINGS, EXPERIMENTS
 from neuron_fabric.experiments.train.models import GROUPS
-from neuron_fabric.experiments.train.policies import AGGREGATIONS, POLICIES
+from neuron_fabric.experiments.train.policies import POLICIES
 from neuron_fabric.experiments.train.probe import PROBE_AT
 from neuron_fabric.experiments.train.tasks import load_task
 from neuron_fabric.models.traffic import (
     RESNET18_CIFAR100,
     TABLE6_PAPER,
-    TABLE6_POLICIES,
     ParameterGroups,
     round_half_up,
     traffic_ratio,

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 import pytest
 
-from neuron_fabric.models.traffic import TABLE6_PAPER, round_half_up
+from neuron_fabric.models.traffic import round_half_up
 from neuron_fabric.experiments.train import experiments, harness, models, policies, report, tasks
 from neuron_fabric.experiments.train.__main__ import main as cli_main
 from neuron_fabric.experiments.train.harness import RunConfig, train
