@@ -33,7 +33,6 @@ Writes ``pilots.md``, ``pilots.json`` and ``pilots_*.png`` (see
 import asyncio
 import json
 import multiprocessing
-import os
 import pathlib
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -45,6 +44,7 @@ import numpy as np
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import TopParams
+from neuron_fabric.experiments.threads import single_thread_env
 from neuron_fabric.experiments.train import models
 from neuron_fabric.experiments.train.harness import batch_indices, lr_factor, step_functions
 from neuron_fabric.experiments.train.models import GROUPS
@@ -375,14 +375,6 @@ def _windows(quick):
     return DEGRADATION, DEVICE_FAULT
 
 
-def _single_thread_env():
-    """One XLA / BLAS thread per process (read when the backend starts)."""
-    os.environ["XLA_FLAGS"] = " ".join(filter(None, [
-        os.environ.get("XLA_FLAGS", ""),
-        "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"]))
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
 
 def _job(cfg):
     return _summary(run_on_model(cfg))
@@ -707,7 +699,7 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    _single_thread_env()
+    single_thread_env()
     results = run_pilots(args.quick, jobs=args.jobs)
     results["wall_seconds"] = time.perf_counter() - t0
     (out / "pilots.json").write_text(json.dumps(results, indent=1))

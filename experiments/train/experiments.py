@@ -23,13 +23,13 @@ grid without selection, a few dozen steps.
 
 import json
 import multiprocessing
-import os
 import pathlib
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, replace
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
+from neuron_fabric.experiments.threads import single_thread_env
 from neuron_fabric.experiments.train import report
 from neuron_fabric.experiments.train.catalogue import (
     ENCODINGS,
@@ -51,15 +51,6 @@ __all__ = ["UNIFORM", "SPLITS", "EXPERIMENTS", "SEEDS", "TASKS", "tune", "plan",
 #: --quick: steps per task.
 QUICK_STEPS = {"digits": 30, "pairs": 30, "pairs-hard": 8}
 
-
-def _single_thread_env():
-    """One XLA thread per process: the experiments run ``--jobs`` processes
-    side by side, one per core (read by XLA when the backend starts)."""
-    os.environ["XLA_FLAGS"] = " ".join(filter(None, [
-        os.environ.get("XLA_FLAGS", ""),
-        "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"]))
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _job(cfg):
@@ -194,7 +185,7 @@ def run_all(out, jobs=2, quick=False, full=False, seeds=None, select=True):
     (``seeds``: these seeds for every experiment instead of the catalogue's;
     ``select`` False: the middle of each grid, no selection)."""
     global PARTIAL
-    _single_thread_env()
+    single_thread_env()
     start = time.perf_counter()
     out_dir = pathlib.Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,7 @@ from dataclasses import asdict
 import numpy as np
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
+from neuron_fabric.experiments.threads import single_thread_env
 from neuron_fabric.experiments.train.tasks import load_task
 from neuron_fabric.host import hierarchy as hy
 from neuron_fabric.models import multihop
@@ -232,8 +233,7 @@ def _run_jobs(runs, jobs, what):
         for k, run in enumerate(runs, 1):
             done(k, k - 1, _job(run))
         return results
-    from neuron_fabric.experiments.train.experiments import _single_thread_env  # deferred: JAX
-    _single_thread_env()
+    single_thread_env()
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         futures = {pool.submit(_job, r): i for i, r in enumerate(runs)}
