@@ -686,7 +686,6 @@ def plot_ladder_and_late(results, path):
 
 
 @guarded
-@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.experiments.pilots",
                         description="The control-plane pilots: pilots.md, pilots.json, plots.")
