@@ -99,7 +99,7 @@ lint: verilog
 # (SMOKE=1: one small test module collected, not run, in this process: the
 # options and marks parse; make test itself runs the whole suite)
 PYTEST = $(PY) -m pytest -n $(call smoke,0,$(JOBS)) --dist loadgroup $(call smoke,--collect-only -q)
-TESTS  = $(call smoke,tests/top/test_configs.py,tests)
+TESTS  = $(call smoke,tests/hdl/top/test_configs.py,tests)
 
 test: $(STAMP)
 	$(PYTEST) --durations=15 -m "not long" $(TESTS)

@@ -36,7 +36,7 @@ import re
 import sys
 from dataclasses import replace
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import (DEFAULTS, PROFILES, TOP_MODULE, Format, GateKind,
                                           Layout, Mode, Operand, TopParams)
 from neuron_fabric.contract.regmap import (ADDR_BITS, COUNTERS, DATA_BITS, ID_VALUE,
@@ -244,6 +244,7 @@ def write_files(out_dir, params=None):
     return paths
 
 
+@guarded
 def main(argv=None):
     p = ArgumentParser(prog="neuron-fabric-regmap",
                        description="Write the register map as a C header and as JSON.")

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from neuron_fabric.host import golden
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import Format, Layout, Mode, TopParams
@@ -70,6 +70,7 @@ def bench(elements, workers=(4, 8, 16), line_bits=512):
                      "golden.decode of the lines, the same total bytes")
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.experiments.ddp.bench")
     ap.add_argument("--elements", type=int, default=1 << 24)

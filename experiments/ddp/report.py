@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.host.ddp.launch import child_env
 from neuron_fabric.experiments.ddp.train import HOOKS, summary
 
@@ -211,6 +211,7 @@ def _plot(rows, path):
     plt.close(fig)
 
 
+@guarded
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.experiments.ddp.report")
     ap.add_argument("--quick", action="store_true", help="2 processes, 30 steps (smoke test)")

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.host.control import FP32, CommanderConfig, SupervisorConfig
 from neuron_fabric.contract.facts import Layout
 from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, batch_indices, lr_factor
@@ -206,6 +206,7 @@ def parser():
     return ap
 
 
+@guarded
 def main(argv=None):
     args = parser().parse_args(argv)
     rank, world, store = init_from_env(args.timeout)

@@ -34,6 +34,7 @@ import yaml
 from neuron_fabric.contract.facts import DATAPATH_MODULE, DEFAULTS, PROFILES, TOP_MODULE, TopParams
 from neuron_fabric.contract.paths import REPO, VERILOG_CACHE
 from neuron_fabric.contract.regmap_files import HEADER_NAME, JSON_NAME, write_files
+from neuron_fabric.contract.cli import guarded
 from neuron_fabric.hdl.export.verilog import (cached_verilog, datapath_verilog, top_verilog,
                                               write_verilog)
 
@@ -134,6 +135,7 @@ def generate(gapi, out_dir="."):
     return path
 
 
+@guarded(prog="neuron_fabric_gen")
 def main(argv=None):
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from neuron_fabric.host import cli, facts
+from neuron_fabric.contract import cli, facts
 from neuron_fabric.contract.paths import REPO
 
 FAILURE = "forced failure for the test"
@@ -26,9 +26,9 @@ FAILURE = "forced failure for the test"
 #: ``(module, argv, function made to fail, text the line must name)``;
 #: ``{tmp}`` in argv is a scratch folder.
 CASES = [
-    ("neuron_fabric.hdl.export",
+    ("neuron_fabric.hdl.export.verilog",
      ["--line-bits", "64", "--workers", "16", "--no-top", "--out-dir", "{tmp}"],
-     "neuron_fabric.hdl.export.datapath_verilog", "LINE_BITS=64 WORKERS=16"),
+     "neuron_fabric.hdl.export.verilog.datapath_verilog", "LINE_BITS=64 WORKERS=16"),
     ("neuron_fabric.experiments.pilots", ["--quick", "--out", "{tmp}"],
      "neuron_fabric.experiments.pilots.run_pilots", "quick=True"),
     ("neuron_fabric.contract.regmap", ["{tmp}/registers.md"],
@@ -74,19 +74,37 @@ CASES = [
     ("neuron_fabric.synth.sky130",
      ["--line-bits", "64", "--profiles", "paper", "--no-top", "--jobs", "1"],
      "neuron_fabric.synth.sky130.measure", "no_top=True"),
+    ("neuron_fabric.sim.figures", ["--reports", "{tmp}", "--readme", "{tmp}/top.v"],
+     "neuron_fabric.sim.figures.update", "top.v"),
+    ("neuron_fabric.contract.regmap_files", ["--json", "{tmp}/regs.json"],
+     "neuron_fabric.contract.regmap_files.json_text", "regs.json"),
+    ("neuron_fabric.hdl.export.fusesoc_gen", ["{tmp}/top.v"],
+     "neuron_fabric.hdl.export.fusesoc_gen.generate", "top.v"),
+    ("neuron_fabric.experiments.ddp.bench", ["--elements", "64", "--out", "{tmp}"],
+     "neuron_fabric.experiments.ddp.bench.bench", "elements=64"),
+    ("neuron_fabric.experiments.ddp.report", ["--quick", "--out", "{tmp}"],
+     "neuron_fabric.experiments.ddp.report.run_torchrun", "quick=True"),
+    ("neuron_fabric.experiments.ddp.train", ["--hook", "fp32"],
+     "neuron_fabric.experiments.ddp.train.init_from_env", "hook='fp32'"),
     ("neuron_fabric.synth.summary",
      ["--line-bits", "64", "--profiles", "paper", "--no-top", "--smoke", "--jobs", "1"],
      "neuron_fabric.synth.flowlib.settings", "line_bits=64"),
 ]
 
 #: Packages whose ``__main__`` runs another module's ``main`` on import.
-_RUNS_ON_IMPORT = {"neuron_fabric.sim.envelope.__main__": "neuron_fabric.sim.envelope.report"}
+_RUNS_ON_IMPORT = {"neuron_fabric.sim.envelope.__main__": "neuron_fabric.sim.envelope.report",
+                   "neuron_fabric.hdl.export.__main__": "neuron_fabric.hdl.export.verilog"}
+
+
+#: Modules that run as a process but are no command of their own: the DDP
+#: launcher's child reports every exception to its parent, which raises it.
+_NOT_COMMANDS = {"neuron_fabric.host.ddp.launch"}
 
 
 def _entry_points():
     """Every module of the project that runs as a command (``__main__``)."""
-    folders = {"hdl": "neuron_fabric.hdl", "host": "neuron_fabric.host",
-               "sim": "neuron_fabric.sim", "synth": "neuron_fabric.synth"}
+    folders = {f: f"neuron_fabric.{f}" for f in
+               ("contract", "models", "hdl", "host", "experiments", "sim", "synth")}
     found = set()
     for folder, package in folders.items():
         for path in (REPO / folder).rglob("*.py"):
@@ -101,12 +119,16 @@ def _entry_points():
             parts = path.relative_to(REPO / folder).with_suffix("").parts
             name = ".".join((package, *parts))
             found.add(_RUNS_ON_IMPORT.get(name, name))
-    return found
+    return found - _NOT_COMMANDS
 
 
 def _prog(module):
-    if module == "neuron_fabric.hdl.export":
+    if module == "neuron_fabric.hdl.export.verilog":
         return "neuron-fabric-export"
+    if module == "neuron_fabric.hdl.export.fusesoc_gen":
+        return "neuron_fabric_gen"
+    if module == "neuron_fabric.contract.regmap_files":
+        return "neuron-fabric-regmap"
     if module == "neuron_fabric.sim.envelope.report":
         return "python -m neuron_fabric.sim.envelope"
     return "python -m " + module.removesuffix(".__main__")
@@ -144,7 +166,7 @@ def test_internal_failure_is_one_line(module, argv, target, named, tmp_path, mon
 
 def test_export_console_script_prints_no_traceback(tmp_path):
     """The installed command, failing inside a real process."""
-    code = ("import sys, neuron_fabric.hdl.export as export\n"
+    code = ("import sys, neuron_fabric.hdl.export.verilog as export\n"
             "def fail(**kwargs):\n"
             f"    raise IndexError({FAILURE!r})\n"
             "export.top_verilog = fail\n"

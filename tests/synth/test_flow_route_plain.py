@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from neuron_fabric.synth import flowlib, route
+from neuron_fabric.synth import ecp5, flowlib, route
 
 
 def test_plain_synthesis_skips_keep_flops_under_its_own_key(tmp_path, monkeypatch):
@@ -25,13 +25,13 @@ def test_plain_synthesis_skips_keep_flops_under_its_own_key(tmp_path, monkeypatc
     vfile.write_text("module m; endmodule\n")
     config = SimpleNamespace(module="m", name="m")
     ecfg = {"synth": "synth_ecp5 -top {top}"}
-    _, stats, flow_key = route.ecp5_netlist(config, vfile, dict(ecfg), "yosys x")
-    _, _, plain_key = route.ecp5_netlist(config, vfile, dict(ecfg, keep_flops=False), "yosys x")
+    _, stats, flow_key = ecp5.ecp5_netlist(config, vfile, dict(ecfg), "yosys x")
+    _, _, plain_key = ecp5.ecp5_netlist(config, vfile, dict(ecfg, keep_flops=False), "yosys x")
     assert calls == [True, False] and stats["cell_types"] == {"LUT4": 1}
     assert flow_key == flowlib.digest(flowlib.CACHE_VERSION, vfile.read_text(),
                                       flowlib.KEEP_FLOPS, ecfg["synth"], "yosys x")
     assert plain_key != flow_key
-    route.ecp5_netlist(config, vfile, dict(ecfg, keep_flops=False), "yosys x")
+    ecp5.ecp5_netlist(config, vfile, dict(ecfg, keep_flops=False), "yosys x")
     assert calls == [True, False]                       # the second plain run is cached
 
 

@@ -54,11 +54,7 @@ def _bits(array):
 
 @pytest.mark.parametrize("line_bits, workers, profile", [
     (64, 8, "full"), (128, 4, "full"), (256, 8, "full"), (64, 8, "paper"),
-    *(pytest.param(64, 16, profile, marks=pytest.mark.xfail(
-        strict=True, raises=IndexError,
-        reason="hdl/top/gate.py: with E = LINE_BITS / W below CONTROL_COPIES (8) lanes, "
-               "slices() gives fewer slices than copies and _per_copy indexes past them "
-               "(IndexError at elaboration)")) for profile in ("full", "paper"))])
+    (64, 16, "full"), (64, 16, "paper")])
 def test_gate_mask_follows_the_contract(line_bits, workers, profile):
     params = TopParams(line_bits=line_bits, workers=workers, stages=2, profile=profile)
     m, cfg, x, mask = _harness(params)

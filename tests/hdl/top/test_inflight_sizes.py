@@ -1,6 +1,6 @@
 """The in-flight table at sizes that are not a power of two (contract
 section 1: MAX_OUTSTANDING 4..256): the bench of
-tests/top/test_arbiter_pool.py (every lookup returns the entry written for
+tests/hdl/top/test_arbiter_pool.py (every lookup returns the entry written for
 its ID, places and ``devload`` as promised) at 20 and 100 places, where
 the IDs run past the first half of the ID space unevenly (the table once
 lost the entries of IDs 50..63 at 100 places)."""

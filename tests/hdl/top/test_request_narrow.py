@@ -3,7 +3,7 @@
 copies of P, K and the phase (its export once failed with an IndexError):
 every period 1..15 with a random keep, in a region and in DEFAULT_CFG,
 each read's mask against contract 4.3's phase and the golden model's
-pattern (the bench of tests/top/test_request.py)."""
+pattern (the bench of tests/hdl/top/test_request.py)."""
 
 import importlib.util
 import pathlib
@@ -17,7 +17,7 @@ from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 
 def _request_bench():
-    """tests/top/test_request.py, for its bench and helpers."""
+    """tests/hdl/top/test_request.py, for its bench and helpers."""
     path = pathlib.Path(__file__).with_name("test_request.py")
     spec = importlib.util.spec_from_file_location("_request_bench", path)
     module = importlib.util.module_from_spec(spec)
