@@ -19,6 +19,7 @@ import sys
 import pytest
 
 from neuron_fabric.contract import cli, facts
+from neuron_fabric.hdl.export import verilog as export
 from neuron_fabric.contract.paths import REPO
 
 FAILURE = "forced failure for the test"
@@ -57,7 +58,7 @@ CASES = [
     ("neuron_fabric.sim.formal_hierarchy", ["64", "4", "2", "1", "0"],
      "neuron_fabric.sim.formal_hierarchy.write_job", "line_bits=64"),
     ("neuron_fabric.sim.functional", ["--line-bits", "64", "--stages", "2", "--elements", "16"],
-     "neuron_fabric.sim.toolchain.export_top", "stages=2"),
+     "neuron_fabric.sim.functional.export_top", "stages=2"),
     ("neuron_fabric.sim.latency", ["--line-bits", "64", "--profile", "paper"],
      "neuron_fabric.sim.latency.measure", "profile='paper'"),
     ("neuron_fabric.sim.lint", ["{tmp}"], "neuron_fabric.sim.lint._files", "paths="),
@@ -200,7 +201,6 @@ def test_parameter_outside_the_space_is_a_usage_error(module, argv, capsys):
 def test_help_states_the_legal_space_and_refusals(monkeypatch):
     """The help text follows contract/facts.py: the ranges, and a refused
     combination once facts names one."""
-    from neuron_fabric.hdl import export
     text = " ".join(export._parser().format_help().split())
     for value in (*facts.LINE_BITS_CHOICES, *facts.WORKERS_CHOICES):
         assert str(value) in text
