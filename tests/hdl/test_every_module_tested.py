@@ -39,7 +39,8 @@ def hdl_modules():
 def imported(path):
     """The modules ``path`` imports, anywhere in it: ``import a.b`` gives
     ``a.b``; ``from a import b`` gives ``a`` and ``a.b`` (``b`` may be a
-    module or a name in ``a``)."""
+    module or a name in ``a``); ``runpy.run_module("a")`` runs, and so
+    imports, ``a.__main__``."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -47,6 +48,10 @@ def imported(path):
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             out.add(node.module)
             out.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "run_module" and node.args
+              and isinstance(node.args[0], ast.Constant)):
+            out.add(f"{node.args[0].value}.__main__")
     return out
 
 
