@@ -257,13 +257,14 @@ def _table(m, name, depth, write, lookup, cycles, later):
         w_data = Signal(width, name=f"{name}_w_data")
         m.d.sync += [w_en.eq(write[0]), w_addr.eq(write[1]), w_data.eq(entry)]
     # the halves split the IDs by their top bit: the first holds 0 .. 2^row - 1,
-    # the second the rest (as many, for a depth that is a power of two)
+    # the second the rest (as many, for a depth that is a power of two; at
+    # least two places, so that no address is 0 bits wide)
     row = len(w_addr) - (halves > 1)
     half = Signal(name=f"{name}_half")
     m.d.sync += half.eq(lookup.id[row:] if halves > 1 else 0)
     rows = []
     for h in range(halves):
-        size = depth if halves == 1 else min(1 << row, depth - h * (1 << row))
+        size = depth if halves == 1 else max(2, min(1 << row, depth - h * (1 << row)))
         mem = m.submodules[f"{name}_table{h}"] = Memory(shape=width, depth=size, init=[])
         wr, rd = mem.write_port(), mem.read_port(domain="comb")
         q = Signal(width, name=f"{name}_row{h}")
