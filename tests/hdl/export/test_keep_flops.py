@@ -1,7 +1,9 @@
 """The exported Verilog marks ``keep`` on the flip-flops behind the registers
 the gateware keeps (``hdl/export/convert.py``), so that a plain flow,
 ``read_verilog`` then ``synth_ecp5`` without the project's ``KEEP_FLOPS``
-step, keeps equal copies apart as the project's flow does.
+step, keeps equal copies apart as the project's flow does (and the
+project's flow, ``KEEP_FLOPS`` first, keeps them apart too, while equal
+registers without the mark are merged).
 
 Oracles: Yosys' own selection of ``KEEP_FLOPS`` (``synth/flowlib.py``) on the
 Verilog without the marks; flip-flop counts of a design whose answer is
@@ -55,6 +57,8 @@ def _flip_flops(text, script, keep_flops):
 def test_plain_ecp5_flow_keeps_the_marked_copies_apart():
     script = flowlib.settings()["ecp5"]["synth"]
     assert _flip_flops(convert(_Copies(), "copies"), script, keep_flops=False) == 3
+    # the project's flow (KEEP_FLOPS first) keeps them apart as well
+    assert _flip_flops(convert(_Copies(), "copies"), script, keep_flops=True) == 3
     # without the marks in the Verilog, only the flow's KEEP_FLOPS step keeps them
     unmarked = convert(_Copies(), "copies", keep_flops=False)
     assert _flip_flops(unmarked, script, keep_flops=False) == 2
@@ -63,7 +67,8 @@ def test_plain_ecp5_flow_keeps_the_marked_copies_apart():
 
 def test_plain_generic_flow_keeps_the_marked_copies_apart():
     script = flowlib.settings()["generic"]["script"]
-    assert _flip_flops(convert(_Copies(), "copies"), script, keep_flops=False) == 3
+    for keep_flops in (False, True):
+        assert _flip_flops(convert(_Copies(), "copies"), script, keep_flops=keep_flops) == 3
 
 
 def _core_texts():

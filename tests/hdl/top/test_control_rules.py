@@ -16,41 +16,26 @@ import pytest
 from neuron_fabric.contract.facts import Format, Layout, Mode, TopParams
 from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
 from neuron_fabric.hdl.top.csr import ERROR_EVENTS, ControlRegisters
-from neuron_fabric.sim.amaranth_sim import run_testbenches
+from neuron_fabric.sim.amaranth_sim import AxiLiteManager, run_testbenches
 
 SMALL = dict(line_bits=64, workers=4, stages=1, regions=1, max_outstanding=4)
 OKAY, SLVERR = 0b00, 0b10
 
 
-class _ControlPort:
+class _ControlPort(AxiLiteManager):
     """AXI4-Lite manager of :class:`ControlRegisters` (one transaction at a
-    time, the request pipeline always idle)."""
+    time, the request pipeline always idle); a write returns once its
+    events have reached the counters."""
 
     def __init__(self, ctx, dut):
-        self.ctx, self.dut, self.bus = ctx, dut, dut.bus
+        super().__init__(ctx, dut.bus)
+        self.dut = dut
         ctx.set(dut.config.idle, 1)
 
     async def write(self, offset, value, strb=0xF):
-        ctx, bus = self.ctx, self.bus
-        ctx.set(bus.awaddr, offset), ctx.set(bus.wdata, value), ctx.set(bus.wstrb, strb)
-        ctx.set(bus.awvalid, 1), ctx.set(bus.wvalid, 1), ctx.set(bus.bready, 1)
-        await ctx.tick()
-        ctx.set(bus.awvalid, 0), ctx.set(bus.wvalid, 0)
-        while True:
-            _, _, bvalid, bresp = await ctx.tick().sample(bus.bvalid, bus.bresp)
-            if bvalid:
-                await ctx.tick().repeat(4)       # (events reach the counters)
-                return bresp
-
-    async def read(self, offset):
-        ctx, bus = self.ctx, self.bus
-        ctx.set(bus.araddr, offset), ctx.set(bus.arvalid, 1), ctx.set(bus.rready, 1)
-        await ctx.tick()
-        ctx.set(bus.arvalid, 0)
-        while True:
-            _, _, rvalid, rdata, rresp = await ctx.tick().sample(bus.rvalid, bus.rdata, bus.rresp)
-            if rvalid:
-                return rdata, rresp
+        bresp = await super().write(offset, value, strb)
+        await self.ctx.tick().repeat(4)       # (events reach the counters)
+        return bresp
 
     async def counter(self, j, rmap):
         lo, _ = await self.read(rmap[f"COUNTER{j}_LO"].offset)

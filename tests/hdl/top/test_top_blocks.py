@@ -8,7 +8,7 @@ import random
 
 import pytest
 from amaranth import Module
-from neuron_fabric.sim.amaranth_sim import run_testbenches
+from neuron_fabric.sim.amaranth_sim import AxiLiteManager, run_testbenches
 
 from neuron_fabric.hdl.top.bus import AXI4LiteSignature, AXI4Signature
 from neuron_fabric.hdl.prims.counter import DIGITS, CarryResolve, DigitCounter, digit_ends
@@ -68,34 +68,6 @@ def test_counter_state_resolves_to_the_running_total(digits):
     run_testbenches(m, bench)
 
 
-class _Lite:
-    """AXI4-Lite manager for a testbench (one transaction at a time)."""
-
-    def __init__(self, ctx, bus):
-        self.ctx, self.bus = ctx, bus
-
-    async def write(self, addr, value, strb=0xF):
-        ctx, bus = self.ctx, self.bus
-        ctx.set(bus.awaddr, addr), ctx.set(bus.wdata, value), ctx.set(bus.wstrb, strb)
-        ctx.set(bus.awvalid, 1), ctx.set(bus.wvalid, 1), ctx.set(bus.bready, 1)
-        await ctx.tick()
-        ctx.set(bus.awvalid, 0), ctx.set(bus.wvalid, 0)
-        while True:
-            _, _, bvalid, bresp = await ctx.tick().sample(bus.bvalid, bus.bresp)
-            if bvalid:
-                return bresp
-
-    async def read(self, addr):
-        ctx, bus = self.ctx, self.bus
-        ctx.set(bus.araddr, addr), ctx.set(bus.arvalid, 1), ctx.set(bus.rready, 1)
-        await ctx.tick()
-        ctx.set(bus.arvalid, 0)
-        while True:
-            _, _, rvalid, rdata, rresp = await ctx.tick().sample(bus.rvalid, bus.rdata, bus.rresp)
-            if rvalid:
-                return rdata, rresp
-
-
 def test_control_registers_write_waits_for_idle():
     p = SMALL
     dut = ControlRegisters(p)
@@ -104,7 +76,7 @@ def test_control_registers_write_waits_for_idle():
     bad = cfg_encode(Mode.GTERNARY, period=4, keep=5)
 
     async def bench(ctx):
-        lite = _Lite(ctx, dut.bus)
+        lite = AxiLiteManager(ctx, dut.bus)
         ctx.set(dut.config.idle, 1)
         assert await lite.write(rmap["DEFAULT_CFG"].offset, good) == 0
         assert await lite.read(rmap["DEFAULT_CFG"].offset) == (good, 0)
@@ -146,7 +118,7 @@ def test_control_registers_counter_lo_then_hi_is_one_value():
     counter = dut.counters[4]
 
     async def bench(ctx):
-        lite = _Lite(ctx, dut.bus)
+        lite = AxiLiteManager(ctx, dut.bus)
         for below in range(30):
             start = (0x1234 << 32) + (1 << 32) - below
             ctx.set(dut.events.count_inc, 0)
