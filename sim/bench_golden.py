@@ -7,14 +7,13 @@ Prints one row per (W, mode, format, gate) with the best time of
 ``build/reports/golden_bench.json``.
 """
 
-import time
 
 import numpy as np
 
-from neuron_fabric.contract.cli import guarded
 from neuron_fabric.contract.facts import Format, GateKind, Mode
 from neuron_fabric.host import golden
-from neuron_fabric.sim.benchcli import bench_main
+from neuron_fabric.experiments.timing import best_of
+from neuron_fabric.sim.benchcli import bench_command
 
 #: (name, mode, format, gate kind, whether the gate is given as the core's
 #: per-line mask rather than as P, K and the line phases)
@@ -38,11 +37,8 @@ def bench(mib, repeat, line_bits=512, workers_list=(4, 8, 16), seed=0):
         gate = {False: dict(period=3, keep=2, threshold=2, phase=phases),
                 True: dict(threshold=2, gate_mask=golden.gate_pattern(lanes, 3, 2, phases))}
         for name, mode, fmt, kind, mask in CASES:
-            best = float("inf")
-            for _ in range(repeat):
-                start = time.perf_counter()
-                golden.transform(lines, workers, mode, fmt, kind, **gate[mask])
-                best = min(best, time.perf_counter() - start)
+            best = best_of(lambda: golden.transform(lines, workers, mode, fmt, kind,
+                                                    **gate[mask]), repeat)
             rows.append({"workers": workers, "case": name, "mib": mib,
                          "seconds": best, "gib_per_s": mib / 1024 / best})
             print(f"W={workers:<3} {name:<32} {mib} MiB in {best * 1e3:7.1f} ms "
@@ -50,12 +46,9 @@ def bench(mib, repeat, line_bits=512, workers_list=(4, 8, 16), seed=0):
     return rows
 
 
-@guarded
-def main(argv=None):
-    return bench_main(bench, prog="python -m neuron_fabric.sim.bench_golden", description=__doc__.splitlines()[0],
-                      size_help="buffer size in MiB", out="build/reports/golden_bench.json", argv=argv)
+main = bench_command(bench, "neuron_fabric.sim.bench_golden", __doc__, size_help="buffer size in MiB",
+                     out="build/reports/golden_bench.json")
 
 
 if __name__ == "__main__":
-    result = main()            # the rows, or an exit status
-    raise SystemExit(result if isinstance(result, int) else 0)
+    raise SystemExit(main())

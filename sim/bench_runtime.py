@@ -23,24 +23,15 @@ from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import TopParams
 from neuron_fabric.host.runtime import G_BINARY, G_BINARY_MARGIN, G_TERNARY, GradientRuntime
-from neuron_fabric.contract.cli import guarded
 
-from neuron_fabric.sim.benchcli import bench_main
+from neuron_fabric.experiments.timing import best_of
+from neuron_fabric.sim.benchcli import bench_command
 
 CASES = [
     ("G-Binary SIGN", G_BINARY),
     ("G-Ternary SIGN, 2-of-3 gate", G_TERNARY),
     ("G-Binary MARGIN", G_BINARY_MARGIN),
 ]
-
-
-def _best(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 async def _runtime_seconds(grads, policy, params, repeat):
@@ -60,11 +51,11 @@ def _golden_seconds(grads, policy, params, repeat):
     mask = golden.gate_pattern(params.lanes, policy.period, policy.keep,
                                golden.line_phase(np.arange(len(lines)), params.lanes, policy.period))
     return {
-        "encode_signs": _best(lambda: golden.encode_signs(grads, params.line_bits), repeat),
-        "transform": _best(lambda: golden.transform(
+        "encode_signs": best_of(lambda: golden.encode_signs(grads, params.line_bits), repeat),
+        "transform": best_of(lambda: golden.transform(
             lines, params.workers, policy.mode, policy.format, policy.gate_kind,
             threshold=policy.threshold, gate_mask=mask), repeat),
-        "decode": _best(lambda: golden.decode(lines, params.workers, policy.format,
+        "decode": best_of(lambda: golden.decode(lines, params.workers, policy.format,
                                               grads.shape[1]), repeat),
     }
 
@@ -92,12 +83,9 @@ def bench(mib, repeat, workers_list=(4, 8, 16), seed=0):
     return rows
 
 
-@guarded
-def main(argv=None):
-    return bench_main(bench, prog="python -m neuron_fabric.sim.bench_runtime", description=__doc__.splitlines()[0],
-                      size_help="FP32 payload per step in MiB", out="build/reports/runtime_bench.json", argv=argv)
+main = bench_command(bench, "neuron_fabric.sim.bench_runtime", __doc__, size_help="FP32 payload per step in MiB",
+                     out="build/reports/runtime_bench.json")
 
 
 if __name__ == "__main__":
-    result = main()            # the rows, or an exit status
-    raise SystemExit(result if isinstance(result, int) else 0)
+    raise SystemExit(main())

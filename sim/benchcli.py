@@ -4,9 +4,9 @@ number of repeats (best kept), and a JSON file for the rows."""
 import json
 import pathlib
 
-from neuron_fabric.contract.cli import ArgumentParser
+from neuron_fabric.contract.cli import ArgumentParser, guarded
 
-__all__ = ["bench_main"]
+__all__ = ["bench_main", "bench_command"]
 
 
 def bench_main(bench, *, prog, description, size_help, out, argv=None):
@@ -26,3 +26,15 @@ def bench_main(bench, *, prog, description, size_help, out, argv=None):
     path.write_text(json.dumps(rows, indent=2))
     print(f"wrote {path}")
     return rows
+
+
+def bench_command(bench, module, doc, *, size_help, out):
+    """The guarded ``main(argv=None)`` of the benchmark module ``module``
+    (its dotted name; ``doc``, its docstring, gives the description): runs
+    :func:`bench_main` and returns exit status 0."""
+    @guarded
+    def main(argv=None):
+        bench_main(bench, prog=f"python -m {module}", description=doc.splitlines()[0],
+                   size_help=size_help, out=out, argv=argv)
+        return 0
+    return main

