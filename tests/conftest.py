@@ -1,5 +1,6 @@
 """Shared pytest helpers (kept small and generic)."""
 
+import importlib.util
 import pathlib
 
 import pytest
@@ -52,6 +53,20 @@ HEAVY_FIRST = (
     "hdl/export/test_verilog.py",
     "hdl/datapath/test_datapath_formal.py",
 )
+
+
+@pytest.fixture(scope="session")
+def test_module():
+    """``test_module(path)`` gives the test file ``path`` (relative to
+    ``tests/``) as a module, for a test that reuses another file's bench at
+    other parameters (the tests are not a package: ``--import-mode=importlib``)."""
+    def load(path):
+        path = pathlib.Path(__file__).parent / path
+        spec = importlib.util.spec_from_file_location(f"_bench_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load
 
 
 def pytest_collection_modifyitems(config, items):

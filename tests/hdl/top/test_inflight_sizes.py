@@ -6,20 +6,10 @@ where the IDs run past the first half of the ID space unevenly (the table
 once lost the entries of IDs 50..63 at 100 places; at 33 the second half
 holds one ID)."""
 
-import importlib.util
-import pathlib
-
 import pytest
 
 
-def _bench_module():
-    path = pathlib.Path(__file__).with_name("test_arbiter_pool.py")
-    spec = importlib.util.spec_from_file_location("_arbiter_pool_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("n, read_cycles", [(20, 1), (33, 1), (100, 2)])
-def test_in_flight_table_of_any_size(n, read_cycles):
-    _bench_module().test_in_flight_table_places_ids_and_entries(n, read_cycles)
+def test_in_flight_table_of_any_size(n, read_cycles, test_module):
+    bench = test_module("hdl/top/test_arbiter_pool.py")
+    bench.test_in_flight_table_places_ids_and_entries(n, read_cycles)

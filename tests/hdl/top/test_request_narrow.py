@@ -5,8 +5,6 @@ every period 1..15 with a random keep, in a region and in DEFAULT_CFG,
 each read's mask against contract 4.3's phase and the golden model's
 pattern (the bench of tests/hdl/top/test_request.py)."""
 
-import importlib.util
-import pathlib
 import random
 
 import pytest
@@ -16,18 +14,9 @@ from neuron_fabric.contract.facts import Mode, TopParams
 from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 
-def _request_bench():
-    """tests/hdl/top/test_request.py, for its bench and helpers."""
-    path = pathlib.Path(__file__).with_name("test_request.py")
-    spec = importlib.util.spec_from_file_location("_request_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("line_bits,workers", [(64, 16), (128, 16)])
-def test_mask_of_every_period_with_few_lanes(line_bits, workers):
-    bench = _request_bench()
+def test_mask_of_every_period_with_few_lanes(line_bits, workers, test_module):
+    bench = test_module("hdl/top/test_request.py")
     params = TopParams(line_bits=line_bits, workers=workers, stages=2, regions=1,
                        max_outstanding=4)
     assert params.lanes < 16
