@@ -74,12 +74,14 @@ def sign_bits(grads, encoding=NEGATIVE):
     if encoding == ALTERNATE:
         odd = (np.arange(g.shape[0]) % 2 == 1)[:, None]
         return bits | (zero & odd)
-    # abstain: rank of each zero among its element's zeros, in worker order
-    rank = np.cumsum(zero, axis=0) - 1
-    z = zero.sum(axis=0)
-    s = bits.sum(axis=0, dtype=np.int64) - (g < 0).sum(axis=0, dtype=np.int64)
-    ones = z // 2 + ((z % 2 == 1) & (s > 0))
-    return bits | (zero & (rank < ones[None, :]))
+    # abstain: the zeros of an element counted in worker order (8-bit
+    # counts: W is at most 16); the zero of count c, c = 1..z, takes a one
+    # when c <= ones
+    count = np.cumsum(zero, axis=0, dtype=np.int8)
+    z = count[-1]
+    s = bits.sum(axis=0, dtype=np.int8) - (g < 0).sum(axis=0, dtype=np.int8)
+    ones = (z >> 1) + ((z & 1).astype(bool) & (s > 0))
+    return bits | (zero & (count <= ones[None, :]))
 
 
 def encode_signs(grads, line_bits, layout=Layout.ELEMENT_MAJOR, encoding=NEGATIVE):
