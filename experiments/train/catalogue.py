@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from neuron_fabric.experiments.train.models import PAPER_REGIME
 
 __all__ = ["UNIFORM", "SPLITS", "ABLATION", "EXPERIMENTS", "FULL_EXPERIMENTS", "SEEDS",
-           "FULL_SEEDS", "TASKS", "ENCODINGS", "Experiment", "experiments_for"]
+           "FULL_SEEDS", "TASKS", "ENCODINGS", "Experiment", "experiments_for", "RECORDED",
+           "TRAIN_HARD_STEPS"]
 
 #: Policies with one aggregation on every group, in report order.
 UNIFORM = ("fp32", "gbinary", "gternary", "gternary-rotating", "gternary-margin", "signofmean",
@@ -50,16 +51,27 @@ FULL_EXPERIMENTS = {
                                     "gternary-backbone+fp32-head"), batch=64, steps=600, **_HARD),
 }
 
+#: Steps of ``make train``'s hard-task runs (the task's default, 1200, in
+#: ``make train-full``).
+TRAIN_HARD_STEPS = 600
+
 #: ``make train``: the easy task whole; on the hard task (paper regime,
-#: about 1.5 CPU-minutes a run) seeds 0-1 only, without the rotating and
-#: margin variants, the reverse splits (FP32 backbone + low-bit head) and
-#: the batch-64 sweep, which ``make train-full`` adds.
+#: about 2 CPU-minutes a run at 600 steps) seed 0 only, 600 steps, at the
+#: rates ``make train-rates`` recorded (:data:`.policies.TUNED_LR`), without
+#: the rotating and margin variants, the reverse splits (FP32 backbone +
+#: low-bit head), the G-Ternary ablation and the batch-64 sweep, which
+#: ``make train-full`` adds (with its own selection, at 1200 steps, 5 seeds).
 EXPERIMENTS = {
     "convergence": FULL_EXPERIMENTS["convergence"],
     "boundary": Experiment(policies=("fp32", "gbinary", "gternary", "signofmean"),
-                           seeds=(0, 1), **_HARD),
-    "admission": Experiment(policies=SPLITS[:5] + ABLATION, seeds=(0, 1), **_HARD),
+                           steps=TRAIN_HARD_STEPS, seeds=(0,), **_HARD),
+    "admission": Experiment(policies=SPLITS[:5] + ABLATION[:1], steps=TRAIN_HARD_STEPS,
+                            seeds=(0,), **_HARD),
 }
+
+#: Tasks whose rates ``make train`` takes from :data:`.policies.TUNED_LR`
+#: (recorded by ``make train-rates``) instead of selecting them again.
+RECORDED = ("pairs-hard",)
 
 SEEDS = (0, 1, 2)
 #: ``make train-full``: five seeds (the spread of several rows exceeds 2 points).
@@ -68,5 +80,7 @@ TASKS = ("digits", "pairs-hard")
 
 
 def experiments_for(full):
-    """``(experiments, seeds)`` of ``make train-full`` (``full``) or ``make train``."""
-    return (FULL_EXPERIMENTS, FULL_SEEDS) if full else (EXPERIMENTS, SEEDS)
+    """``(experiments, seeds, recorded)`` of ``make train-full`` (``full``)
+    or ``make train``: ``recorded``, the tasks whose rates are not selected
+    again (:data:`RECORDED`)."""
+    return (FULL_EXPERIMENTS, FULL_SEEDS, ()) if full else (EXPERIMENTS, SEEDS, RECORDED)

@@ -3,13 +3,18 @@ learning-rate selection, then the paper's Fig. 4, Fig. 5, Table 5 and
 Table 6 on our tasks.
 
     python -m neuron_fabric.experiments.train.experiments [--out build/reports] [--jobs 2] [--quick | --full]
+    python -m neuron_fabric.experiments.train.experiments --select-only [--tasks pairs-hard]
 
-1. *Learning rates*: for each task and each aggregation the experiments
-   use, every rate of its grid (``make train``: the two middle rates of
-   the hard task's grids) on seed 0, the aggregation on every group, the
-   contract's encoding; the rate with the best final *validation*
-   accuracy is kept (the test split is never looked at).  The abstaining
-   encoding uses the rate chosen for the contract's.
+1. *Learning rates* (:func:`tune`): for each task, each aggregation the
+   experiments use and each encoding of a zero (every encoding has its own
+   rate), every rate of its grid on seed 0; the rate with the best final
+   *validation* accuracy is kept (the test split is never looked at).  A
+   rate is tried on the aggregation applied to every group, or on a task
+   of :data:`.policies.SPLIT_TUNED` on its split policy, the head at
+   FP32's chosen rate (:func:`.policies.tuning_policy`).  ``make train``
+   takes the hard task's rates from :data:`.policies.TUNED_LR`, which
+   ``--select-only`` (``make train-rates``) chooses at ``make train``'s
+   settings; ``make train-full`` selects them again at its own.
 2. *Runs* (:mod:`.catalogue`; seeds 0-2, ``--full`` 0-4; ``--jobs``
    processes, submitted in plan order, results kept in that order): every
    policy of every experiment, each low-bit policy under both encodings
@@ -34,6 +39,7 @@ from neuron_fabric.experiments.train import report
 from neuron_fabric.experiments.train.catalogue import (
     ENCODINGS,
     EXPERIMENTS,
+    RECORDED,
     SEEDS,
     SPLITS,
     TASKS,
@@ -42,11 +48,18 @@ from neuron_fabric.experiments.train.catalogue import (
 )
 from neuron_fabric.experiments.train.harness import RunConfig, train
 from neuron_fabric.experiments.train.models import GROUPS
-from neuron_fabric.experiments.train.policies import POLICIES, lr_grid
+from neuron_fabric.experiments.train.policies import (
+    AGGREGATIONS,
+    POLICIES,
+    lr_grid,
+    rate_key,
+    tuned_lr,
+    tuning_policy,
+)
 from neuron_fabric.experiments.train.probe import PROBE_AT
 
 __all__ = ["UNIFORM", "SPLITS", "EXPERIMENTS", "SEEDS", "TASKS", "tune", "plan", "run_key",
-           "run_all", "main"]
+           "run_all", "select_only", "needed_rates", "main"]
 
 #: --quick: steps per task.
 QUICK_STEPS = {"digits": 30, "pairs": 30, "pairs-hard": 8}
@@ -116,62 +129,96 @@ def _middle(grid):
     return grid[(len(grid) - 1) // 2]
 
 
-def _tuning_grid(task, agg, full):
-    """The rates tried: the whole grid, or (``make train``, hard task) its two middle rates."""
-    grid = lr_grid(task, agg)
-    if full or task != "pairs-hard":
-        return grid
-    mid = (len(grid) - 1) // 2
-    return grid[mid:mid + 2]
-
-
 def _tuning_experiment(experiments, task):
     """The batch-16 experiment of ``task`` whose model the rates are tuned on."""
     return next(e for e in experiments.values() if e.task == task and e.batch == 16)
 
 
-def tune(jobs, quick, experiments=EXPERIMENTS, full=False, select=True):
-    """Learning rate per task and aggregation, chosen on the validation split.
+def needed_rates(experiments, task):
+    """The ``(aggregation, encoding)`` pairs whose rates ``task``'s
+    experiments use (an FP32-traffic aggregation under the contract's
+    encoding only: it carries no bits)."""
+    out = set()
+    for e in experiments.values():
+        if e.task != task:
+            continue
+        for name in e.policies:
+            pol = POLICIES[name]
+            for enc in ENCODINGS if pol.low_bit else ENCODINGS[:1]:
+                for g in GROUPS:
+                    a = pol.rate_aggregation(g)
+                    out.add((a, enc if AGGREGATIONS[a].traffic != "fp32" else ENCODINGS[0]))
+    if any(len(tuning_policy(task, a)[1]) < len(GROUPS) for a, _ in out):
+        out.add(("fp32", ENCODINGS[0]))            # (a split is tuned at FP32's head rate)
+    return sorted(out)
 
-    Returns ``(rates, trials, results)``: ``rates[task][aggregation]``, the
+
+def _tuning_jobs(experiments, tasks, needed, rates, split_phase, quick):
+    """``(task, key, rate, config)`` of every tuning run of one phase: the
+    rates tried on the aggregation itself (first phase) or on its split
+    policy, the head at FP32's chosen rate (second phase)."""
+    out = []
+    for t in tasks:
+        for a, enc in needed[t]:
+            policy, groups = tuning_policy(t, a)
+            if (len(groups) < len(GROUPS)) != split_phase:
+                continue
+            for lr in lr_grid(t, a):
+                rate = {g: lr if g in groups else rates[t]["fp32"] for g in GROUPS}
+                cfg = _config(_tuning_experiment(experiments, t), policy, rate, 0, quick, enc,
+                              probe=policy == "fp32")
+                out.append((t, rate_key(a, enc), lr, cfg))
+    return out
+
+
+def tune(jobs, quick, experiments=EXPERIMENTS, select=True, recorded=()):
+    """Learning rate per task, aggregation and encoding, chosen on the
+    validation split (seed 0, every rate of the grid), or for the tasks of
+    ``recorded``, the rates a selection recorded (:data:`.policies.TUNED_LR`).
+
+    Returns ``(rates, trials, results)``: ``rates[task][rate_key]``, the
     list of every tried rate with its validation accuracy, and the tuning
     runs by :func:`run_key` (a seed-0 run at the chosen rate is that run).
     """
     tasks = list(dict.fromkeys(e.task for e in experiments.values()))
-    needed = {t: sorted({POLICIES[p].rate_aggregation(g) for e in experiments.values()
-                         if e.task == t for p in e.policies for g in GROUPS}) for t in tasks}
+    needed = {t: needed_rates(experiments, t) for t in tasks}
     if quick or not select:
-        rates = {t: {a: _middle(lr_grid(t, a)) for a in needed[t]} for t in tasks}
+        rates = {t: {rate_key(a, enc): _middle(lr_grid(t, a)) for a, enc in needed[t]}
+                 for t in tasks}
         return rates, [], {}
-    configs = [_config(_tuning_experiment(experiments, t), a, {g: lr for g in GROUPS}, 0,
-                       quick, probe=a == "fp32")
-               for t in tasks for a in needed[t] for lr in _tuning_grid(t, a, full)]
-    results = _run_jobs(configs, jobs, "learning rates")
-    trials = [dict(task=c["task"], aggregation=c["policy"], lr=c["lr"]["backbone"], val=r["val"])
-              for c, r in zip(configs, results)]
-    rates = {t: {} for t in tasks}
-    for t in tasks:
-        for a in needed[t]:
-            mine = [x for x in trials if x["task"] == t and x["aggregation"] == a]
-            rates[t][a] = max(mine, key=lambda x: x["val"])["lr"]   # first maximum: smaller rate
-    by_key = {}
-    for c, r in zip(configs, results):
-        if c["lr"]["backbone"] == rates[c["task"]][c["policy"]]:
-            by_key[run_key(c)] = r
+    rates = {t: {rate_key(a, enc): tuned_lr(t, a, enc) for a, enc in needed[t]}
+             if t in recorded else {} for t in tasks}
+    trials, by_key = [], {}
+    selected = [t for t in tasks if t not in recorded]
+    for split_phase in (False, True):
+        plan_ = _tuning_jobs(experiments, selected, needed, rates, split_phase, quick)
+        if not plan_:
+            continue
+        results = _run_jobs([cfg for *_, cfg in plan_], jobs,
+                            "learning rates" + (" (on the splits)" if split_phase else ""))
+        mine = [dict(task=t, aggregation=key, policy=cfg["policy"], lr=lr, val=r["val"])
+                for (t, key, lr, cfg), r in zip(plan_, results)]
+        trials += mine
+        for t, key in dict.fromkeys((x["task"], x["aggregation"]) for x in mine):
+            tried = [x for x in mine if x["task"] == t and x["aggregation"] == key]
+            rates[t][key] = max(tried, key=lambda x: x["val"])["lr"]  # first maximum: smaller rate
+        for (t, key, lr, cfg), r in zip(plan_, results):
+            if lr == rates[t][key]:
+                by_key[run_key(cfg)] = r
     return rates, trials, by_key
 
 
 def plan(rates, seeds, quick, experiments=EXPERIMENTS):
     """The distinct runs every experiment needs, as RunConfig dicts: every
-    policy on every seed, a low-bit one under each of :data:`ENCODINGS`,
-    FP32 with the same-gradient probes."""
+    policy on every seed, a low-bit one under each of :data:`ENCODINGS`
+    (each at its own tuned rate), FP32 with the same-gradient probes."""
     configs, seen = [], set()
     for exp in experiments.values():
         for name in exp.policies:
             pol = POLICIES[name]
-            lr = {g: rates[exp.task][pol.rate_aggregation(g)] for g in GROUPS}
             mine = seeds if exp.seeds is None or len(seeds) == 1 else exp.seeds
             for enc in ENCODINGS if pol.low_bit else ENCODINGS[:1]:
+                lr = pol.rates(rates[exp.task], enc)
                 for seed in mine:
                     cfg = _config(exp, name, lr, seed, quick, enc, probe=name == "fp32")
                     if run_key(cfg) not in seen:
@@ -191,11 +238,11 @@ def run_all(out, jobs=2, quick=False, full=False, seeds=None, select=True):
     out_dir.mkdir(parents=True, exist_ok=True)
     PARTIAL = out_dir / "training_runs.partial.jsonl"
     PARTIAL.write_text("")
-    experiments, default_seeds = experiments_for(full)
+    experiments, default_seeds, recorded = experiments_for(full)
     if seeds is not None:
         experiments = {k: replace(e, seeds=None) for k, e in experiments.items()}
     seeds = tuple(seeds) if seeds is not None else default_seeds
-    rates, trials, tuned = tune(jobs, quick, experiments, full, select)
+    rates, trials, tuned = tune(jobs, quick, experiments, select, recorded)
     seeds = seeds[:1] if quick else seeds
     configs = plan(rates, seeds, quick, experiments)
     todo = [c for c in configs if run_key(c) not in tuned]
@@ -207,7 +254,38 @@ def run_all(out, jobs=2, quick=False, full=False, seeds=None, select=True):
         (f"{HARD_STEPS} steps on the hard task", bool(HARD_STEPS) and not quick)) if on]
     return report.write(out, runs=runs, rates=rates, trials=trials, seeds=seeds,
                         quick=quick, wall_seconds=time.perf_counter() - start, jobs=jobs,
-                        experiments=experiments, full=full, reduced=reduced)
+                        experiments=experiments, full=full, reduced=reduced,
+                        recorded=[] if quick or not select else list(recorded))
+
+
+def select_only(out, tasks, jobs=2, quick=False):
+    """Choose the rates of ``tasks`` at ``make train``'s settings (every
+    encoding, the whole grids, seed 0); write ``learning_rates.{json,md}``
+    into ``out`` and return the paths.  The JSON's ``rates`` are what
+    :data:`.policies.TUNED_LR` records.  ``quick``: no runs, the middle of
+    each grid (a smoke run of the command)."""
+    global PARTIAL
+    single_thread_env()
+    start = time.perf_counter()
+    out_dir = pathlib.Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    PARTIAL = out_dir / "learning_rates.partial.jsonl"
+    PARTIAL.write_text("")
+    experiments = {k: e for k, e in EXPERIMENTS.items() if e.task in tasks}
+    rates, trials, _ = tune(jobs, quick, experiments)
+    data = dict(tasks=list(tasks), quick=quick, rates=rates, trials=trials,
+                wall_seconds=time.perf_counter() - start, jobs=jobs)
+    paths = [out_dir / "learning_rates.json", out_dir / "learning_rates.md"]
+    paths[0].write_text(json.dumps(data, indent=1))
+    paths[1].write_text("\n".join([
+        "# Learning rates of `make train`'s recorded tasks", "",
+        *(["QUICK SMOKE RUN, not results: no selection, the middle of each grid.", ""]
+          if quick else []),
+        f"`make train-rates` (tasks {', '.join(tasks)}; seed 0; {jobs} processes; wall time "
+        f"{data['wall_seconds'] / 60:.1f} min). The rate with the best final validation "
+        "accuracy is kept; copy `rates` into `experiments/train/policies.py:TUNED_LR`.", "",
+        *report.rates_table(rates, trials), ""]))
+    return paths
 
 
 @guarded
@@ -224,14 +302,22 @@ def main(argv=None):
                     help="these seeds for every experiment (default: the catalogue's)")
     ap.add_argument("--no-select", action="store_true",
                     help="no learning-rate selection: the middle of each grid (a reduced run)")
+    ap.add_argument("--select-only", action="store_true",
+                    help="only choose the learning rates of --tasks at make train's settings "
+                         "(make train-rates) and write learning_rates.{json,md}")
+    ap.add_argument("--tasks", nargs="+", choices=TASKS, default=list(RECORDED),
+                    help="with --select-only: the tasks (default %(default)s)")
     ap.add_argument("--hard-steps", type=int,
                     help="steps of the hard-task runs (default: the catalogue's, 1200)")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, not {args.jobs}")
+    if args.select_only and (args.full or args.seeds or args.no_select or args.hard_steps):
+        ap.error("--select-only takes only --tasks, --jobs, --quick and --out")
     global HARD_STEPS
     HARD_STEPS = args.hard_steps
-    paths = run_all(args.out, args.jobs, args.quick, args.full, args.seeds, not args.no_select)
+    paths = select_only(args.out, args.tasks, args.jobs, args.quick) if args.select_only \
+        else run_all(args.out, args.jobs, args.quick, args.full, args.seeds, not args.no_select)
     for path in paths:
         print(f"wrote {path}")
     return 0

@@ -20,10 +20,17 @@ aggregation               direction per element
 ========================  ===============================================================
 
 Each aggregation has a learning-rate grid; :mod:`.experiments` picks one
-value per task and aggregation on the validation split.  A split policy
-(one group low-bit, the other FP32) uses for each group the rate its
-aggregation was tuned to when applied to every group; the section 7
+value per task, aggregation and encoding of a zero on the validation split
+(:func:`rate_key`: a low-bit aggregation's rate under each encoding is its
+own, ``gbinary@abstain``).  A split policy (one group low-bit, the other
+FP32) uses for each group the rate of its aggregation; the section 7
 ablation (``...@low-bit-lr``) gives the FP32 head the low-bit rate instead.
+
+Where the low-bit rate is chosen: on most tasks, on the aggregation applied
+to every group.  On a task of :data:`SPLIT_TUNED` it is chosen on the split
+policy ``<aggregation>-backbone+fp32-head`` (the head at FP32's rate): there
+the head's vote leaves every rate of the uniform policy near chance, so a
+choice made on it would be noise.
 """
 
 from dataclasses import dataclass
@@ -31,10 +38,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuron_fabric.host import runtime
+from neuron_fabric.host.encoding import ENCODINGS
 from neuron_fabric.experiments.train.models import GROUPS
 
 __all__ = ["Aggregation", "Policy", "AGGREGATIONS", "POLICIES", "MARGIN_THRESHOLD",
            "margin_threshold", "TASK_GRIDS", "lr_grid", "TUNED_LR", "tuned_lr", "get_policy",
+           "rate_key", "SPLIT_TUNED", "tuning_policy",
            "cosine"]
 
 
@@ -106,8 +115,11 @@ AGGREGATIONS = {a.name: a for a in (
 #: initial weights in the wide layer are about 0.04: a sign step of 3e-4
 #: per element (x10 with momentum) swamps them within tens of steps
 #: (G-Binary at 3e-4 stayed at chance, 1.15%, in a 600-step trial), so its
-#: sign and margin grids are ten times smaller.
+#: sign and margin grids are ten times smaller, with one rate more at the
+#: top: the abstaining encoding and SignOfMean, whose zeros do not move the
+#: weights, take larger steps.
 TASK_GRIDS = {"pairs-hard": {a.name: tuple(float(f"{x / 10:g}") for x in a.lr_grid)
+                             + (float(f"{a.lr_grid[-1] / 3:.0g}"),)
                              for a in AGGREGATIONS.values() if a.traffic != "fp32"
                              or a.sign_of_mean}}
 
@@ -115,6 +127,16 @@ TASK_GRIDS = {"pairs-hard": {a.name: tuple(float(f"{x / 10:g}") for x in a.lr_gr
 def lr_grid(task, aggregation):
     """The learning rates tried for ``aggregation`` on ``task``."""
     return TASK_GRIDS.get(task, {}).get(aggregation, AGGREGATIONS[aggregation].lr_grid)
+
+
+def rate_key(aggregation, encoding=ENCODINGS[0]):
+    """The key of a tuned rate: the aggregation's name, and for a low-bit
+    aggregation under an encoding other than the contract's,
+    ``<aggregation>@<encoding>`` (each encoding is tuned on its own)."""
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding must be one of {ENCODINGS}, not {encoding!r}")
+    low_bit = AGGREGATIONS[aggregation].traffic != "fp32"
+    return f"{aggregation}@{encoding}" if low_bit and encoding != ENCODINGS[0] else aggregation
 
 
 @dataclass(frozen=True)
@@ -130,6 +152,10 @@ class Policy:
     def rate_aggregation(self, group):
         """The aggregation whose tuned learning rate ``group`` uses."""
         return (self.lr_from or {}).get(group, self.groups[group])
+
+    def rates(self, tuned, encoding=ENCODINGS[0]):
+        """``{group: rate}`` from ``tuned`` (:func:`rate_key` -> rate) under ``encoding``."""
+        return {g: tuned[rate_key(self.rate_aggregation(g), encoding)] for g in GROUPS}
 
     @property
     def low_bit(self):
@@ -196,15 +222,30 @@ TUNED_LR = {
 }
 
 
-def tuned_lr(task, aggregation):
-    """The rate ``make train`` chose for ``aggregation`` on ``task``."""
+def tuned_lr(task, aggregation, encoding=ENCODINGS[0]):
+    """The rate ``make train`` chose for ``aggregation`` under ``encoding`` on ``task``."""
     if task not in TUNED_LR:
         raise ValueError(f"unknown task {task!r}; known: {sorted(TUNED_LR)}")
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"unknown aggregation {aggregation!r}; known: {sorted(AGGREGATIONS)}")
-    if aggregation not in TUNED_LR[task]:
-        raise ValueError(f"no rate was tuned for {aggregation!r} on {task!r}; give --lr")
-    return TUNED_LR[task][aggregation]
+    key = rate_key(aggregation, encoding)
+    if key not in TUNED_LR[task]:
+        raise ValueError(f"no rate was tuned for {key!r} on {task!r}; give --lr")
+    return TUNED_LR[task][key]
+
+
+#: Tasks whose low-bit rates are chosen on the split policy
+#: ``<aggregation>-backbone+fp32-head`` (module docstring).
+SPLIT_TUNED = ("pairs-hard",)
+
+
+def tuning_policy(task, aggregation):
+    """The policy a rate of ``aggregation`` is chosen on, and the groups the
+    tried rate goes to (the others take FP32's tuned rate)."""
+    split = f"{aggregation}-backbone+fp32-head"
+    if task in SPLIT_TUNED and split in POLICIES and aggregation != "fp32":
+        return split, ("backbone",)
+    return aggregation, GROUPS
 
 
 def get_policy(name):

@@ -343,14 +343,17 @@ def _admission_table(exp):
     return out
 
 
-def _rates_table(rates, trials):
+def rates_table(rates, trials, recorded=()):
+    """Rows of the learning-rate table; the tasks of ``recorded`` took the
+    rates ``make train-rates`` recorded."""
     out = ["| task | aggregation | tried (validation accuracy, seed 0) | chosen |",
            "|---|---|---|---:|"]
     for task, per in rates.items():
         for a, lr in per.items():
             tried = [x for x in trials if x["task"] == task and x["aggregation"] == a]
             grid = ", ".join(f"{x['lr']:g}: {100 * x['val']:.1f}%" for x in tried) or \
-                "(no selection: the grid's middle)"
+                ("(recorded by `make train-rates`: learning_rates.md)" if task in recorded
+                 else "(no selection: the grid's middle)")
             out.append(f"| {task} | {a} | {grid} | {lr:g} |")
     return out
 
@@ -389,10 +392,12 @@ def markdown(data):
         "signs, 0 on a tie). FP32 and SignOfMean carry no bits (`=`: the same run).",
         "",
         "## Setup", "", *_setup_table(data["setup"]), "",
-        "Learning rates, chosen on the validation split (seed 0, the contract's encoding; a "
-        "split policy uses each group's aggregation's rate, the ablation the low-bit rate "
-        "for its FP32 head):", "",
-        *_rates_table(data["learning_rates"], data["lr_trials"]), "",
+        "Learning rates, chosen on the validation split (seed 0; each encoding of a zero its "
+        "own, `@abstain`; a split policy uses each group's aggregation's rate, the ablation "
+        "the low-bit rate for its FP32 head; on `pairs-hard` a low-bit rate is chosen on the "
+        "split policy, the head at FP32's rate, and `make train` takes the rates `make "
+        "train-rates` recorded):", "",
+        *rates_table(data["learning_rates"], data["lr_trials"], data.get("recorded_rates", ())), "",
     ]
     if "convergence" in e:
         lines += ["## Convergence (paper Fig. 4): easy task, every policy", "",
@@ -507,15 +512,16 @@ def _admission_plot(path, exp):
 
 
 def write(out, *, runs, rates, trials, seeds, quick, wall_seconds, jobs, experiments=EXPERIMENTS,
-          full=False, reduced=()):
-    """Write ``training.json``, ``training.md`` and the plots into ``out``; return the paths."""
+          full=False, reduced=(), recorded=()):
+    """Write ``training.json``, ``training.md`` and the plots into ``out``; return the paths
+    (``recorded``: the tasks whose rates were recorded, not selected in this run)."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     table5, zeros = same_gradients(runs)
     probe_steps = next((r["config"]["probe_steps"] for r in runs if r.get("probes")), None)
     data = dict(quick=quick, full=full, reduced=list(reduced), seeds=list(seeds), jobs=jobs,
                 wall_seconds=wall_seconds, setup=_setup(runs), learning_rates=rates, lr_trials=trials,
-                experiments=summarize(runs, experiments), table5=table5,
+                recorded_rates=list(recorded), experiments=summarize(runs, experiments), table5=table5,
                 table5_ratio=gate_ratios(table5), zeros=zeros, probe_steps=probe_steps,
                 diagnostics_own_trajectory=own_trajectory(runs, experiments))
     paths = [out / "training.json", out / "training.md"]

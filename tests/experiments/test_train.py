@@ -145,19 +145,31 @@ def test_command_line_errors(argv, message, capsys):
 TINY = dict(wide=0, channels=(4, 8), hidden=8, probe_steps=2)
 
 
+def grid_fp32(i):
+    return policies.AGGREGATIONS["fp32"].lr_grid[i]
+
+
 def test_short_experiments_through_the_report(tmp_path):
-    rates = {t: {a: agg.lr_grid[1] for a, agg in policies.AGGREGATIONS.items()}
+    # every encoding's rate its own: the abstaining one a grid step higher
+    rates = {t: {policies.rate_key(a, e): agg.lr_grid[1 + (policies.rate_key(a, e) != a)]
+                 for a, agg in policies.AGGREGATIONS.items() for e in experiments.ENCODINGS}
              for t in experiments.TASKS}
     configs = experiments.plan(rates, seeds=(0, 1), quick=True)
     names = {(c["task"], c["policy"], c["encoding"]) for c in configs}
     # digits: fp32 and signofmean once, 5 low-bit policies x 2 encodings = 12;
     # pairs-hard: fp32, signofmean, gbinary x 2, gternary x 2 (6), the two
-    # low-bit-backbone splits x 2 (4), the two ablations x 2 (4) = 14
-    assert len(names) == 26
+    # low-bit-backbone splits x 2 (4), the G-Binary ablation x 2 (2) = 12
+    assert len(names) == 24
     assert all(c["probe_at"] for c in configs if c["policy"] == "fp32")
     assert not any(c["probe_at"] for c in configs if c["policy"] != "fp32")
-    ablation = next(c for c in configs if c["policy"].endswith("@low-bit-lr"))
+    ablation = next(c for c in configs if c["policy"].endswith("@low-bit-lr")
+                    and c["encoding"] == "negative")
     assert ablation["lr"]["head"] == rates["pairs-hard"]["gbinary"] != rates["pairs-hard"]["fp32"]
+    split = {c["encoding"]: c["lr"] for c in configs
+             if c["policy"] == "gbinary-backbone+fp32-head" and c["task"] == "pairs-hard"}
+    grid = policies.AGGREGATIONS["gbinary"].lr_grid
+    assert split == {"negative": {"backbone": grid[1], "head": grid_fp32(1)},
+                     "abstain": {"backbone": grid[2], "head": grid_fp32(1)}}
     runs = [train(RunConfig(**{**c, **SHORT, **TINY}), progress=False)
             for c in configs if c["seed"] == 0 or c["policy"] in ("fp32", "gbinary")]
     runs += [dict(r, config=dict(r["config"], seed=1)) for r in runs
@@ -176,7 +188,7 @@ def test_short_experiments_through_the_report(tmp_path):
     assert set(exps["admission"]["policies"]["fp32"]) == {"negative"}
     gb = exps["boundary"]["policies"]["gbinary"]["abstain"]
     assert gb["traffic_ratio"] == pytest.approx(1 / 32, rel=0.05)
-    assert len(gb["accuracies"]) == 2
+    assert len(gb["accuracies"]) == len(experiments.EXPERIMENTS["boundary"].seeds)
     assert gb["accuracies"] != exps["boundary"]["policies"]["gbinary"]["negative"]["accuracies"]
     t5 = data["table5"]["pairs-hard"]["batch16"]
     assert set(t5) == {"0.1", "0.3", "0.6"}
@@ -225,3 +237,71 @@ def test_probe_rows_against_numpy():
     assert z["backbone_zero"] == pytest.approx((8 * 60 + 4 * 60) / (8 * 600))
     assert z["backbone_all_zero_lanes"] == pytest.approx(60 / 600)
     assert z["head_zero"] == 0.0
+
+
+# -- learning-rate selection ---------------------------------------------------------------
+
+def _fake_runs(val):
+    """A stand-in for the training runs: ``val(config)`` as each run's
+    validation accuracy, the configs kept in order."""
+    seen = []
+
+    def run_jobs(configs, jobs, desc):
+        seen.append([dict(c) for c in configs])
+        return [dict(val=val(c), config=c) for c in configs]
+    return run_jobs, seen
+
+
+def test_rate_keys_and_what_each_task_needs():
+    assert policies.rate_key("gbinary") == "gbinary"
+    assert policies.rate_key("gbinary", "abstain") == "gbinary@abstain"
+    assert policies.rate_key("signofmean", "abstain") == "signofmean"   # (no bits)
+    with pytest.raises(ValueError, match="encoding"):
+        policies.rate_key("gbinary", "positive")
+    need = experiments.needed_rates(experiments.EXPERIMENTS, "pairs-hard")
+    assert need == sorted([("fp32", "negative"), ("signofmean", "negative"),
+                           ("gbinary", "negative"), ("gbinary", "abstain"),
+                           ("gternary", "negative"), ("gternary", "abstain")])
+
+
+def test_selection_per_encoding_and_on_the_split(monkeypatch):
+    """Hand-made validation accuracies: FP32 peaks at its grid's second
+    rate; on the hard task a low-bit rate is tried on the split policy with
+    the head at that FP32 rate, and each encoding keeps its own best (the
+    contract's at the grid's second rate, the abstaining one at its fourth;
+    a tie keeps the smaller rate)."""
+    exps = {"admission": experiments.EXPERIMENTS["admission"]}
+    fp32_grid = policies.lr_grid("pairs-hard", "fp32")
+    sign_grid = policies.lr_grid("pairs-hard", "gbinary")
+
+    def val(c):
+        if c["policy"] == "fp32":
+            return 0.5 - abs(fp32_grid.index(c["lr"]["backbone"]) - 1) * 0.1
+        assert c["policy"].endswith("-backbone+fp32-head")
+        assert c["lr"]["head"] == fp32_grid[1]
+        best = 1 if c["encoding"] == "negative" else 3
+        return 0.4 - min(abs(sign_grid.index(c["lr"]["backbone"]) - best), 1) * 0.1
+    run_jobs, seen = _fake_runs(val)
+    monkeypatch.setattr(experiments, "_run_jobs", run_jobs)
+    rates, trials, by_key = experiments.tune(1, False, exps)
+    assert rates["pairs-hard"] == {"fp32": fp32_grid[1], "gbinary": sign_grid[1],
+                                   "gbinary@abstain": sign_grid[3], "gternary": sign_grid[1],
+                                   "gternary@abstain": sign_grid[3]}
+    assert len(seen) == 2                           # FP32 first, then the splits
+    assert {c["policy"] for c in seen[0]} == {"fp32"}
+    assert len(seen[1]) == 2 * 2 * len(sign_grid)
+    assert len(trials) == len(fp32_grid) + 2 * 2 * len(sign_grid)
+    # the seed-0 runs at the chosen rates are kept for the plan
+    key = ("pairs-hard", "gbinary-backbone+fp32-head", "abstain", 16, 0)
+    assert by_key[key]["config"]["lr"] == {"backbone": sign_grid[3], "head": fp32_grid[1]}
+
+
+def test_recorded_rates_are_not_selected_again(monkeypatch):
+    recorded = {"fp32": 0.1, "signofmean": 3e-4, "gbinary": 3e-5, "gbinary@abstain": 3e-4,
+                "gternary": 3e-5, "gternary@abstain": 1e-4}
+    monkeypatch.setitem(policies.TUNED_LR, "pairs-hard", recorded)
+    run_jobs, seen = _fake_runs(lambda c: 0.5)
+    monkeypatch.setattr(experiments, "_run_jobs", run_jobs)
+    hard = {k: e for k, e in experiments.EXPERIMENTS.items() if e.task == "pairs-hard"}
+    rates, trials, by_key = experiments.tune(1, False, hard, recorded=("pairs-hard",))
+    assert rates == {"pairs-hard": recorded} and not seen and not trials and not by_key
