@@ -227,17 +227,24 @@ def plan(rates, seeds, quick, experiments=EXPERIMENTS):
     return configs
 
 
+def _begin(out, stem):
+    """One thread per process, the folder ``out`` made, and each finished
+    run appended to ``<stem>.partial.jsonl`` there (:data:`PARTIAL`)."""
+    global PARTIAL
+    single_thread_env()
+    out_dir = pathlib.Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    PARTIAL = out_dir / f"{stem}.partial.jsonl"
+    PARTIAL.write_text("")
+    return out_dir
+
+
 def run_all(out, jobs=2, quick=False, full=False, seeds=None, select=True):
     """Tune, run every experiment and write the reports into ``out``
     (``seeds``: these seeds for every experiment instead of the catalogue's;
     ``select`` False: the middle of each grid, no selection)."""
-    global PARTIAL
-    single_thread_env()
     start = time.perf_counter()
-    out_dir = pathlib.Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    PARTIAL = out_dir / "training_runs.partial.jsonl"
-    PARTIAL.write_text("")
+    _begin(out, "training_runs")
     experiments, default_seeds, recorded = experiments_for(full)
     if seeds is not None:
         experiments = {k: replace(e, seeds=None) for k, e in experiments.items()}
@@ -264,13 +271,7 @@ def select_only(out, tasks, jobs=2, quick=False):
     into ``out`` and return the paths.  The JSON's ``rates`` are what
     :data:`.policies.TUNED_LR` records.  ``quick``: no runs, the middle of
     each grid (a smoke run of the command)."""
-    global PARTIAL
-    single_thread_env()
-    start = time.perf_counter()
-    out_dir = pathlib.Path(out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    PARTIAL = out_dir / "learning_rates.partial.jsonl"
-    PARTIAL.write_text("")
+    start, out_dir = time.perf_counter(), _begin(out, "learning_rates")
     experiments = {k: e for k, e in EXPERIMENTS.items() if e.task in tasks}
     rates, trials, _ = tune(jobs, quick, experiments)
     data = dict(tasks=list(tasks), quick=quick, rates=rates, trials=trials,
