@@ -29,7 +29,7 @@ import torch.distributed as dist
 
 from neuron_fabric.host.control import (FP32, LOW_BIT_MODES, Commander, CommanderConfig, ControlPlane, Predictor,
                        PredictorConfig, Supervisor, SupervisorConfig, TraceRecord)
-from neuron_fabric.host.ddp.hook import _sync
+from neuron_fabric.host.ddp.hook_devices import _sync
 
 __all__ = ["RankControl", "MODES"]
 

@@ -1,0 +1,156 @@
+"""The DDP hook's configuration and what it reports (see :mod:`.hook`).
+
+:class:`FabricConfig` (the options of :class:`~.hook.FabricState`) and the
+checks of its arguments: :func:`controller_workers` (W of a controller for R
+ranks) and :func:`policy_of` (a group's policy from a mode name).  The values
+the hook hands its caller: :class:`Event` (a mode change), :class:`StepTraffic`
+(one rank's bytes of one step) and :class:`RankLostError` (a failed
+collective).  No torch here: the options can be built and checked without it.
+"""
+
+from dataclasses import dataclass
+
+from neuron_fabric.host.control import MODE_POLICY
+from neuron_fabric.contract.facts import Layout
+from neuron_fabric.host.runtime import GroupPolicy
+
+__all__ = ["MAX_RANKS_PER_CONTROLLER", "RankLostError", "Event", "StepTraffic",
+           "controller_workers", "policy_of", "FabricConfig"]
+
+#: Largest ranks per controller (W = 16, contract section 1).
+MAX_RANKS_PER_CONTROLLER = 16
+
+
+class RankLostError(RuntimeError):
+    """A collective of the hook failed or timed out: names the ranks that did
+    not answer (``missing``) when the job's store could be asked."""
+
+    def __init__(self, message, missing=()):
+        super().__init__(message)
+        self.missing = tuple(missing)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A mode change every rank made before ``step`` (the same on every rank).
+
+    ``kind``: ``"warm-up end"``, ``"admission"``, ``"re-admission"``,
+    ``"recovery"`` (the Supervisor returned every group to FP32) or
+    ``"fault"`` (every group on FP32 for the rest of the run).
+    """
+    step: int
+    kind: str
+    modes: dict
+    detail: str = ""
+
+
+@dataclass
+class StepTraffic:
+    """Bytes one rank moved in one step.
+
+    ``pool_write``, ``pool_read``: what a CXL pool would move for this rank's
+    low-bit groups (its own segments written, 1 bit per element, padding
+    included; the response lines it reads: W-bit lanes, or 32-bit lanes on
+    the level-2 read).  ``fp32_elements``: elements on the FP32 path (an
+    FP32 pool would move 4 bytes each way per element).  ``low_elements``:
+    elements on a low-bit path.  ``gathered``: bytes this rank sent in
+    all-gathers of segments (the cross-host pool; 0 on shared memory).
+    """
+    pool_write: int = 0
+    pool_read: int = 0
+    fp32_elements: int = 0
+    low_elements: int = 0
+    diag_elements: int = 0
+    gathered: int = 0
+
+    def fp32_bytes(self):
+        """What an FP32 pool would move for every element: 4 bytes up and 4 down."""
+        return 8 * (self.fp32_elements + self.low_elements)
+
+
+def controller_workers(ranks):
+    """W of a controller for ``ranks`` ranks: the smallest of 4, 8, 16 that is
+    at least ``ranks`` with ``W - ranks`` even (spare slots pair up)."""
+    if not 1 <= ranks <= MAX_RANKS_PER_CONTROLLER:
+        raise ValueError(f"a controller takes 1..{MAX_RANKS_PER_CONTROLLER} ranks, not {ranks}")
+    for w in (4, 8, 16):
+        if w >= ranks and (w - ranks) % 2 == 0:
+            return w
+    raise ValueError(f"{ranks} ranks: no controller width W in (4, 8, 16) with W - {ranks} even")
+
+
+def policy_of(mode):
+    """A group's :class:`GroupPolicy` from a mode name (``"fp32"``,
+    ``"gbinary"``, ``"gternary"``: the control plane's) or a policy."""
+    if isinstance(mode, GroupPolicy):
+        return mode
+    if mode not in MODE_POLICY:
+        raise ValueError(f"mode must be one of {sorted(MODE_POLICY)} or a GroupPolicy, not {mode!r}")
+    return MODE_POLICY[mode]
+
+
+@dataclass(frozen=True)
+class FabricConfig:
+    """Options of :class:`FabricState`.
+
+    Parameters
+    ----------
+    line_bits : int
+        The controllers' LINE_BITS.
+    ranks_per_controller : int or None
+        R; the world size when None (at most 16).  The world size must be a
+        multiple of R.
+    layout : Layout
+        How sign lines are written: WORKER_MAJOR (each rank its own
+        segment, what a shared pool needs) or ELEMENT_MAJOR (the lines
+        assembled from every rank's signs, as one writer holding them all
+        would write them with MemWr).  Count lines are worker-major.
+    pool : str
+        ``"shm"`` (shared memory, ranks of a controller on one host),
+        ``"gather"`` (all-gather of segments), ``"auto"`` (shm when every
+        rank of the job is on one host).
+    warmup_steps : int
+        Steps on FP32 for every group before the groups' policies apply
+        (paper section 3: training starts on FP32).  With a live control
+        plane the Commander decides instead.
+    error_feedback : bool
+        Ours, beyond the paper (off by default): each rank keeps the
+        residual ``e = p - mean|p| * sign(p)`` of ``p = g + e`` and packs the
+        signs of ``p``.
+    scale : bool
+        Ours, beyond the paper (off by default): a low-bit direction is
+        multiplied by the mean over ranks of the piece's mean magnitude
+        ``mean|g|``, so it has the gradient's scale.
+    timeout_s : float
+        The process group's timeout (given to ``init_process_group``): a
+        collective that has not completed by then fails.
+    census_s : float
+        After a failed collective, how long the surviving ranks wait for each
+        other in the store before naming the ranks that did not answer.
+    diagnostics : bool
+        On steps where every group is FP32, also aggregate the signs in low
+        bit (one all-gather of 1 bit per element per rank) and record the
+        cosine of each low-bit mode's direction with the FP32 mean per group
+        (the Commander's warm-up diagnostic).  The live control plane turns
+        it on when it wants them.
+    regions : int
+        Regions of each controller's region table (at least the number of
+        groups).
+    """
+    line_bits: int = 512
+    ranks_per_controller: int = None
+    layout: Layout = Layout.WORKER_MAJOR
+    pool: str = "auto"
+    warmup_steps: int = 0
+    error_feedback: bool = False
+    scale: bool = False
+    timeout_s: float = 60.0
+    census_s: float = 5.0
+    diagnostics: bool = False
+    regions: int = 8
+
+    def __post_init__(self):
+        if self.pool not in ("auto", "shm", "gather"):
+            raise ValueError(f"pool must be 'auto', 'shm' or 'gather', not {self.pool!r}")
+        if self.layout not in tuple(Layout):
+            raise ValueError(f"layout must be a Layout, not {self.layout!r}")
