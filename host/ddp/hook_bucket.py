@@ -209,8 +209,16 @@ class _FabricBuckets:
         self.traffic.pool_read += resp.size
         return resp
 
+    def _pool_read(self, pool, window):
+        """``pool.read(window)``, the bytes it all-gathered counted in
+        ``traffic.gathered`` (a shared-memory pool gathers none)."""
+        before = getattr(pool, "sent", 0)
+        lines = pool.read(window)
+        self.traffic.gathered += getattr(pool, "sent", 0) - before
+        return lines
+
     def _read_level1(self, p, window):
-        lines = self.pool1.read(window)
+        lines = self._pool_read(self.pool1, window)
         if self.config.layout == Layout.ELEMENT_MAJOR:
             lines = golden.to_element_major(lines, self.workers)
         return self._read(1, self.dev1, window.offset, window.lines, lines)
@@ -237,7 +245,7 @@ class _FabricBuckets:
         base, _ = self.windows2[p.group]
         lines = -(-p.n // self._lanes2)
         addr = base + (p.cursor // self._lanes2) * self._lb
-        return self._read(2, self.dev2, addr, lines, self.pool2.read(Window(addr, lines)))
+        return self._read(2, self.dev2, addr, lines, self._pool_read(self.pool2, Window(addr, lines)))
 
     def _finish(self, p, resp, lane_bits, voters, pads, mean_abs):
         fmt = self.regions.policies[p.group].format

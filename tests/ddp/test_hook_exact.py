@@ -109,7 +109,8 @@ def test_gbinary_is_the_majority_sign(exact):
 
 def test_pool_bytes(exact):
     """A rank writes 1 bit per element (its segment, whole lines) and reads the
-    lines' W-bit lanes; the pool kind is the one asked for."""
+    lines' W-bit lanes; the pool kind is the one asked for; through the
+    all-gather a rank sends its segment to each of the other ranks."""
     from ranks import SIZES
     world, values = exact
     w = oracle.workers_for(world)
@@ -123,6 +124,8 @@ def test_pool_bytes(exact):
             assert v["traffic"]["pool_write"] == lines * lanes // 8
             assert v["traffic"]["pool_read"] == lines * 64
             assert v["traffic"]["low_elements"] == sum(n for _, n in SIZES)
+            gathered = (world - 1) * lines * lanes // 8 if config["pool"] == "gather" else 0
+            assert v["traffic"]["gathered"] == gathered
 
 
 def test_error_feedback(job):
