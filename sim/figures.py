@@ -166,47 +166,53 @@ def _training(data):
     t = data["training.json"]
     e = t["experiments"]
 
-    def acc(exp, policy):
-        return e[exp]["policies"][policy]["accuracy_mean"]
+    def acc(exp, policy, enc="negative"):
+        row = e[exp]["policies"][policy]
+        row = row.get(enc, row["negative"])
+        return _pm(row["accuracy_mean"], row["accuracy_std"])
 
-    def delta(exp, policy):
-        return f"{acc(exp, policy) - acc(exp, 'fp32'):+.1f}".replace("-", "−")
+    def both(exp, policy):
+        """Accuracy under the contract's packing / abstaining zeros."""
+        return f"{acc(exp, policy)} / {acc(exp, policy, 'abstain')}"
 
-    conv, bound = e["convergence"]["policies"], e["boundary"]["policies"]
     adm = e["admission"]["policies"]
-    diag = e["diagnostics"]["pairs"]
-    splits = ("gbinary-backbone+fp32-head", "gternary-backbone+fp32-head")
-    paper_fp32 = adm["fp32"]["paper_accuracy_mean"]
+    paper = {p: adm[p]["negative"] for p in adm}
+    cos = t["table5"]["pairs-hard"]["batch16"]["0.3"]
+    ratio = t["table5_ratio"]["pairs-hard"]
+
+    def cosines(agg):
+        return " / ".join(f"{cos[f'{agg}/{enc}'][g]:.3f}" for g in ("backbone", "head")
+                          for enc in ("negative", "abstain"))
+
+    split, ablation = "gbinary-backbone+fp32-head", "gbinary-backbone+fp32-head@low-bit-lr"
     rows = [
-        ["Fig. 4, easy task: low-bit vs FP32", "within 2 points (CIFAR-10)",
-         f"FP32 {_pm(conv['fp32']['accuracy_mean'], conv['fp32']['accuracy_std'])}; "
-         f"G-Binary {delta('convergence', 'gbinary')}, G-Ternary "
-         f"{delta('convergence', 'gternary')} (digits)"],
-        ["Fig. 5, hard task: G-Binary / G-Ternary all vs FP32",
-         " / ".join(f"{adm[p]['paper_accuracy_mean'] - paper_fp32:+.1f}".replace("-", "−")
-                    for p in ("gbinary", "gternary")) + " (CIFAR-100)",
-         f"{delta('boundary', 'gbinary')} / {delta('boundary', 'gternary')} (FP32 "
-         f"{_pm(bound['fp32']['accuracy_mean'], bound['fp32']['accuracy_std'])}"
-         + "".join(f"; {name} {delta('boundary', p)}" for p, name in
-                   (("signofmean", "SignOfMean"), ("gternary-rotating", "G-Ternary rotating"))
-                   if p in bound) + ")"],
-        ["Table 5, head cosine G-Binary / G-Ternary, many classes",
-         f"{diag['gbinary']['paper']['head']:.3f} / {diag['gternary']['paper']['head']:.3f} "
-         f"(backbone {diag['gbinary']['paper']['backbone']:.3f} / "
-         f"{diag['gternary']['paper']['backbone']:.3f})",
-         f"{diag['gbinary']['head']:.3f} / {diag['gternary']['head']:.3f} (backbone "
-         f"{diag['gbinary']['backbone']:.3f} / {diag['gternary']['backbone']:.3f})"],
-        ["Table 6, G-Binary / G-Ternary backbone + FP32 head",
-         " / ".join(f"{adm[p]['paper_accuracy_mean']:.2f}" for p in splits) + "% at "
-         + " / ".join(f"{adm[p]['paper_traffic_ratio']:.4f}" for p in splits),
-         " / ".join(_pm(adm[p]["accuracy_mean"], adm[p]["accuracy_std"]) for p in splits)
-         + "% at " + " / ".join(f"{adm[p]['traffic_ratio']:.3f}" for p in splits)
-         + " measured"],
+        ["Fig. 4, easy task: FP32; G-Binary; G-Ternary", "within 2 points of FP32 (CIFAR-10)",
+         f"{acc('convergence', 'fp32')}; {both('convergence', 'gbinary')}; "
+         f"{both('convergence', 'gternary')} (digits)"],
+        ["Fig. 5, hard task: FP32; G-Binary; G-Ternary; SignOfMean",
+         f"{paper['fp32']['paper_accuracy_mean']:.2f}; {paper['gbinary']['paper_accuracy_mean']:.2f}"
+         f"; {paper['gternary']['paper_accuracy_mean']:.2f}; — (CIFAR-100)",
+         f"{acc('boundary', 'fp32')}; {both('boundary', 'gbinary')}; "
+         f"{both('boundary', 'gternary')}; {acc('boundary', 'signofmean')} (`pairs-hard`)"],
+        ["Table 5, same gradients at 30%: G-Binary backbone; head (ceiling cos(sgn(m), m))",
+         ".723; .174 (CIFAR-100, own trajectories)",
+         f"{cosines('gbinary')} ({cos['signofmean']['backbone']:.3f}; "
+         f"{cos['signofmean']['head']:.3f})"],
+        ["Table 5: G-Ternary / G-Binary cosine, global", f"{ratio['paper']['global']:.3f}",
+         f"{ratio['negative']['global']:.3f} / {ratio['abstain']['global']:.3f} "
+         f"(√(2/3) = {ratio['sqrt(2/3)']:.3f})"],
+        ["Table 6, G-Binary backbone + FP32 head: accuracy at measured traffic",
+         f"{paper[split]['paper_accuracy_mean']:.2f} at {paper[split]['paper_traffic_ratio']:.4f}",
+         f"{both('admission', split)} at {paper[split]['traffic_ratio']:.4f}"],
+        ["Table 6 ablation: the FP32 head at the low-bit rate",
+         f"{paper[ablation]['paper_accuracy_mean']:.2f}", both("admission", ablation)],
     ]
-    seeds = ", ".join(map(str, t.get("seeds", [])))
+    seeds = {k: ", ".join(map(str, v["seeds"])) for k, v in e.items()}
     lines = [("QUICK SMOKE RUN, not results. " if t.get("quick") else "")
-             + f"Test accuracy (%), mean ± std over seeds {seeds}; every low-bit gradient "
-             "through the gradient runtime and the device model:", ""]
+             + f"Test accuracy (%), mean ± std (seeds {seeds['convergence']} on the easy task, "
+             f"{seeds['boundary']} on the hard task), under the contract's packing of a zero / "
+             "with zeros abstaining; every low-bit gradient through the gradient runtime and "
+             "the device model; cosines: contract's packing / abstaining:", ""]
     return lines + _table(["result", "paper", "ours"], rows)
 
 

@@ -124,38 +124,55 @@ def test_envelope(tmp_path):
 
 def test_training(tmp_path):
     def row(mean, std=0.5, **kw):
-        return dict(accuracy_mean=mean, accuracy_std=std, traffic_ratio=0.186, **kw)
+        return dict(accuracy_mean=mean, accuracy_std=std, traffic_ratio=0.0355, **kw)
 
-    adm = {"fp32": row(95.0, paper_accuracy_mean=74.45, paper_traffic_ratio=1.0),
-           "gbinary": row(60.0, paper_accuracy_mean=62.33, paper_traffic_ratio=0.0313),
-           "gternary": row(40.0, paper_accuracy_mean=62.22, paper_traffic_ratio=0.0494),
-           "gbinary-backbone+fp32-head": row(89.92, 4.81, paper_accuracy_mean=73.11,
+    def enc(negative, abstain=None, **paper):
+        out = {"negative": row(*negative, **paper)}
+        if abstain:
+            out["abstain"] = row(*abstain)
+        return out
+
+    adm = {"fp32": enc((68.1, 0.0), paper_accuracy_mean=74.45, paper_traffic_ratio=1.0),
+           "gbinary": enc((5.1, 0.0), (13.6, 0.0), paper_accuracy_mean=62.33,
+                          paper_traffic_ratio=0.0313),
+           "gternary": enc((4.55, 0.0), (9.0, 0.0), paper_accuracy_mean=62.22,
+                           paper_traffic_ratio=0.0494),
+           "gbinary-backbone+fp32-head": enc((35.0, 0.0), (68.4, 0.0),
+                                             paper_accuracy_mean=73.11,
                                              paper_traffic_ratio=0.0357),
-           "gternary-backbone+fp32-head": row(92.5, 0.35, paper_accuracy_mean=73.04,
-                                              paper_traffic_ratio=0.0537)}
-    diag = {p: dict(head=h, backbone=b, paper=dict(head=ph, backbone=pb))
-            for p, h, b, ph, pb in (("gbinary", 0.014, 0.119, 0.174, 0.723),
-                                    ("gternary", 0.013, 0.388, 0.142, 0.591))}
+           "gbinary-backbone+fp32-head@low-bit-lr": enc((5.3, 0.0), (20.0, 0.0),
+                                                        paper_accuracy_mean=73.24,
+                                                        paper_traffic_ratio=0.0357)}
+    cos = {"gbinary/negative": dict(backbone=0.194, head=0.008),
+           "gbinary/abstain": dict(backbone=0.260, head=0.010),
+           "signofmean": dict(backbone=0.309, head=0.461)}
+    ratio = {"paper": {"global": 0.8217821782},
+             "sqrt(2/3)": 0.816496580927726}
+    ratio["negative"] = {"global": 0.8157}
+    ratio["abstain"] = {"global": 0.8160}
     data = dict(quick=False, seeds=[0, 1, 2], experiments=dict(
-        convergence=dict(task="digits", policies={"fp32": row(97.41, 0.64),
-                                                  "gbinary": row(96.85),
-                                                  "gternary": row(96.30)}),
-        boundary=dict(task="pairs", policies={"fp32": row(95.08, 0.89), "gbinary": row(64.88),
-                                              "gternary": row(36.08),
-                                              "signofmean": row(94.28)}),
-        admission=dict(task="pairs", policies=adm),
-        diagnostics=dict(pairs=diag)))
+        convergence=dict(task="digits", seeds=[0, 1, 2],
+                         policies={"fp32": enc((97.41, 0.64)),
+                                   "gbinary": enc((96.85, 0.5), (97.0, 0.25)),
+                                   "gternary": enc((96.30, 0.5), (96.5, 0.5))}),
+        boundary=dict(task="pairs-hard", seeds=[0],
+                      policies={p: adm[p] for p in ("fp32", "gbinary", "gternary")}
+                      | {"signofmean": enc((70.05, 0.0))}),
+        admission=dict(task="pairs-hard", seeds=[0], policies=adm)),
+        table5={"pairs-hard": {"batch16": {"0.3": cos}}},
+        table5_ratio={"pairs-hard": ratio})
     _write(tmp_path, "training.json", data)
     body = figures.render("training", tmp_path)
-    assert "FP32 97.41 ± 0.64; G-Binary −0.6, G-Ternary −1.1 (digits)" in body
-    # the paper's Fig. 5 gaps: 62.33 - 74.45 and 62.22 - 74.45
-    assert "| −12.1 / −12.2 (CIFAR-100) | −30.2 / −59.0 (FP32 95.08 ± 0.89; SignOfMean −0.8) |" \
-        in body
-    assert "| 0.174 / 0.142 (backbone 0.723 / 0.591) | 0.014 / 0.013 (backbone 0.119 / 0.388) |" \
-        in body
-    assert "| 73.11 / 73.04% at 0.0357 / 0.0537 | 89.92 ± 4.81 / 92.50 ± 0.35% at 0.186 / 0.186" \
-        in body
-    assert "seeds 0, 1, 2" in body and "QUICK" not in body
+    assert "| 97.41 ± 0.64; 96.85 ± 0.50 / 97.00 ± 0.25; 96.30 ± 0.50 / 96.50 ± 0.50 " \
+        "(digits) |" in body
+    assert "| 74.45; 62.33; 62.22; — (CIFAR-100) | 68.10 ± 0.00; 5.10 ± 0.00 / 13.60 ± 0.00; " \
+        "4.55 ± 0.00 / 9.00 ± 0.00; 70.05 ± 0.00 (`pairs-hard`) |" in body
+    # backbone negative / abstain, head negative / abstain, (ceiling backbone; head)
+    assert "| 0.194 / 0.260 / 0.008 / 0.010 (0.309; 0.461) |" in body
+    assert "| 0.822 | 0.816 / 0.816 (√(2/3) = 0.816) |" in body
+    assert "| 73.11 at 0.0357 | 35.00 ± 0.00 / 68.40 ± 0.00 at 0.0355 |" in body
+    assert "| 73.24 | 5.30 ± 0.00 / 20.00 ± 0.00 |" in body
+    assert "seeds 0, 1, 2 on the easy task, 0 on the hard task" in body and "QUICK" not in body
 
 
 def test_pilots(tmp_path):
