@@ -31,7 +31,7 @@ CASES = [
      ["--line-bits", "64", "--workers", "16", "--no-top", "--out-dir", "{tmp}"],
      "neuron_fabric.hdl.export.verilog.datapath_verilog", "LINE_BITS=64 WORKERS=16"),
     ("neuron_fabric.experiments.pilots", ["--quick", "--out", "{tmp}"],
-     "neuron_fabric.experiments.pilots.run_pilots", "quick=True"),
+     "neuron_fabric.experiments.pilots.cli.run_pilots", "quick=True"),
     ("neuron_fabric.contract.regmap", ["{tmp}/registers.md"],
      "neuron_fabric.contract.regmap.markdown", "registers.md"),
     ("neuron_fabric.experiments.train.__main__",
@@ -94,7 +94,8 @@ CASES = [
 
 #: Packages whose ``__main__`` runs another module's ``main`` on import.
 _RUNS_ON_IMPORT = {"neuron_fabric.sim.envelope.__main__": "neuron_fabric.sim.envelope.report",
-                   "neuron_fabric.hdl.export.__main__": "neuron_fabric.hdl.export.verilog"}
+                   "neuron_fabric.hdl.export.__main__": "neuron_fabric.hdl.export.verilog",
+                   "neuron_fabric.experiments.pilots.__main__": "neuron_fabric.experiments.pilots"}
 
 
 #: Modules that run as a process but are no command of their own: the DDP
