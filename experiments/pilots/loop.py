@@ -62,6 +62,52 @@ def _labels(y, step, cfg, classes, rng):
     return np.where(flip, rng.integers(0, classes, y.shape), y).astype(y.dtype)
 
 
+async def _runtime(cfg, port, driver, sizes):
+    """``(port, runtime, plane)``: the gradient runtime on ``port`` (behind a
+    :class:`BitFlipPort` when ``cfg`` has a fault), and the control plane
+    started on it (None when ``cfg.fixed`` sets the modes instead)."""
+    if cfg.fault is not None:
+        port = BitFlipPort(port, cfg.fault.fraction, seed=[cfg.seed, 3])
+    rt = await GradientRuntime.create(port, driver, sizes, {g: MODE_POLICY[FP32] for g in sizes})
+    plane = None
+    if cfg.fixed is None:
+        cmd = Commander(GROUPS, replace(cfg.commander,
+                                        default_mode=cfg.default_mode))
+        plane = await ControlPlane(rt, driver, Predictor(), cmd,
+                                   Supervisor(cfg.supervisor or SupervisorConfig()),
+                                   delay_steps=cfg.delay_steps).start()
+    else:
+        for g, mode in cfg.fixed.items():
+            await rt.set_policy(g, MODE_POLICY[mode])
+    return port, rt, plane
+
+
+def _eval_steps(cfg):
+    """Steps after which the loop evaluates: ``cfg.evals`` along the run and
+    each edge of the degradation and fault windows."""
+    evals = {round(cfg.steps * (k + 1) / cfg.evals) for k in range(cfg.evals)}
+    for window in (cfg.degradation, cfg.fault):
+        if window is not None:
+            evals |= {window.start, window.stop}
+    return evals
+
+
+def _totals(out, cfg, rt, port, plane, params):
+    """``out`` with the run's totals after its last step (:func:`train_loop`)."""
+    traffic = rt.traffic()
+    out["traffic"] = {g: t.payload_ratio() for g, t in traffic.items()}
+    out["test"] = out["curve"][-1]["test"]
+    out["val"] = out["curve"][-1]["val"]
+    out["flipped"] = port.flipped if cfg.fault is not None else 0
+    out["low_bit_share"] = sum(any(m != FP32 for m in ms.values())
+                               for ms in out["modes"]) / cfg.steps
+    out["decisions"] = [dict(step=d.step, reason=d.reason, modes=d.modes)
+                        for d in (plane.log if plane else [])]
+    out["faults"] = [asdict(f) for f in (plane.faults if plane else [])]
+    out["params"] = jax.tree_util.tree_map(np.asarray, params)
+    return out
+
+
 async def train_loop(cfg, port, driver, progress=None):
     """Train ``cfg`` through the device behind ``port`` and ``driver``.
 
@@ -81,25 +127,10 @@ async def train_loop(cfg, port, driver, progress=None):
                          tuple(cfg.channels), cfg.hidden)
     state = opt_init(params)
     sizes = models.group_sizes(params)
-    if cfg.fault is not None:
-        port = BitFlipPort(port, cfg.fault.fraction, seed=[cfg.seed, 3])
-    rt = await GradientRuntime.create(port, driver, sizes, {g: MODE_POLICY[FP32] for g in sizes})
-    plane = None
-    if cfg.fixed is None:
-        cmd = Commander(GROUPS, replace(cfg.commander,
-                                        default_mode=cfg.default_mode))
-        plane = await ControlPlane(rt, driver, Predictor(), cmd,
-                                   Supervisor(cfg.supervisor or SupervisorConfig()),
-                                   delay_steps=cfg.delay_steps).start()
-    else:
-        for g, mode in cfg.fixed.items():
-            await rt.set_policy(g, MODE_POLICY[mode])
+    port, rt, plane = await _runtime(cfg, port, driver, sizes)
     batches = batch_indices(len(task.y_train), cfg.workers * cfg.batch, cfg.seed)
     noise_rng = np.random.default_rng([cfg.seed, 2])
-    evals = {round(cfg.steps * (k + 1) / cfg.evals) for k in range(cfg.evals)}
-    for window in (cfg.degradation, cfg.fault):
-        if window is not None:
-            evals |= {window.start, window.stop}
+    evals = _eval_steps(cfg)
     line_bits = driver.params.line_bits
     out = dict(modes=[], loss=[], curve=[])
     start = time.perf_counter()
@@ -132,18 +163,7 @@ async def train_loop(cfg, port, driver, progress=None):
         if progress is not None:
             progress.update(1)
     out["step_s"] = (time.perf_counter() - start) / cfg.steps
-    traffic = rt.traffic()
-    out["traffic"] = {g: t.payload_ratio() for g, t in traffic.items()}
-    out["test"] = out["curve"][-1]["test"]
-    out["val"] = out["curve"][-1]["val"]
-    out["flipped"] = port.flipped if cfg.fault is not None else 0
-    out["low_bit_share"] = sum(any(m != FP32 for m in ms.values())
-                               for ms in out["modes"]) / cfg.steps
-    out["decisions"] = [dict(step=d.step, reason=d.reason, modes=d.modes)
-                        for d in (plane.log if plane else [])]
-    out["faults"] = [asdict(f) for f in (plane.faults if plane else [])]
-    out["params"] = jax.tree_util.tree_map(np.asarray, params)
-    return out
+    return _totals(out, cfg, rt, port, plane, params)
 
 
 def run_on_model(cfg, params=TopParams(), progress=None):
