@@ -7,6 +7,7 @@ import numpy as np
 
 from neuron_fabric.experiments.pilots.config import DEVICE_FAULT
 from neuron_fabric.experiments.pilots.markdown import _stats
+from neuron_fabric.experiments.plotting import pyplot, save
 from neuron_fabric.experiments.train.models import GROUPS
 
 __all__ = ["plot_recovery", "plot_ladder_and_late"]
@@ -15,9 +16,7 @@ __all__ = ["plot_recovery", "plot_ladder_and_late"]
 def plot_recovery(results, path):
     """Per-epoch trace of each recovery trace (seed 0): loss per step, test
     accuracy, and each group's low-bit steps shaded."""
-    import matplotlib  # deferred: matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # deferred: matplotlib
+    plt = pyplot()
     traces = results["recovery"]
     fig, axes = plt.subplots(len(traces), 1, figsize=(8, 2.2 * len(traces)), sharex=True)
     colours = {"gbinary": "tab:orange", "gternary": "tab:green"}
@@ -50,18 +49,14 @@ def plot_recovery(results, path):
     np.atleast_1d(axes)[-1].set_xlabel("step (shading: lower half backbone, upper half head "
                                        "on a low-bit mode; red: device fault window;\n"
                                        "black: seed 0's test accuracy, grey: the other seeds)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)
 
 
 def plot_ladder_and_late(results, path):
     """Two panels: accuracy against traffic for the live ladder and the fixed
     splits (hard task), and accuracy and traffic against the delay k of a
     late mode update (easy task); mean and std over seeds."""
-    import matplotlib  # deferred: matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # deferred: matplotlib
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for trace, per_seed in results.get("ladder", {}).items():
         acc, std = _stats(per_seed, "final_accuracy")
@@ -87,6 +82,4 @@ def plot_ladder_and_late(results, path):
         other.plot(ks, traffic, "s--", color="tab:orange", label="traffic")
         other.set_ylabel("traffic vs FP32", color="tab:orange")
         right.set_title("late mode update in the loop, easy task", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path, dpi=110)

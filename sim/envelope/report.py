@@ -15,6 +15,7 @@ import numpy as np
 from neuron_fabric.contract import paths
 from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import PROFILES, STAGES_RANGE
+from neuron_fabric.experiments.plotting import pyplot, save
 from neuron_fabric.models import commtime
 from neuron_fabric.models.envelope import scenarios
 from neuron_fabric.models.envelope.params import ANCHOR, TOP_FRONT_END_CYCLES, ServiceParams
@@ -67,17 +68,9 @@ def _table(header, rows):
     return "\n".join(lines)
 
 
-def _pyplot():
-    """matplotlib's pyplot on the Agg backend (files only, no display)."""
-    import matplotlib  # deferred: plots only
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # deferred: plots only
-    return plt
-
-
 def _plot(path, title, xlabel, series, *, xlog=False, gate=None, ylabel="exposed overhead (%)",
           dashed=""):
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for label, (xs, ys) in series.items():
         ax.plot(xs, ys, marker="o", label=label,
@@ -91,13 +84,11 @@ def _plot(path, title, xlabel, series, *, xlog=False, gate=None, ylabel="exposed
     ax.set_title(title, fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 def _bars(path, title, groups, series, ylabel):
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     x = np.arange(len(groups))
     width = 0.8 / len(series)
@@ -108,9 +99,7 @@ def _bars(path, title, groups, series, ylabel):
     ax.set_title(title, fontsize=10)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 def _params_section():
@@ -530,7 +519,7 @@ def _figures(out, t4, replay, bw, lat, fp, tele, comm):
 
 
 def _fig7(path, times):
-    plt = _pyplot()
+    plt = pyplot()
     paper = commtime.PAPER_GPT2XL_MS
     names = list(times)
     fig, ax = plt.subplots(figsize=(6.5, 3.4))
@@ -547,9 +536,7 @@ def _fig7(path, times):
     ax.tick_params(axis="y", labelsize=8)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
 @guarded
