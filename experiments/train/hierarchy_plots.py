@@ -3,17 +3,16 @@
 
 import numpy as np
 
+from neuron_fabric.experiments.plotting import pyplot, save
 from neuron_fabric.experiments.train.hierarchy_tables import (_SCHEME_LABEL, _hop_total, _scheme,
                                                               _timed)
 from neuron_fabric.host import hierarchy as hy
 
 
-def _save(plt, fig, ax, path):
+def _save(fig, ax, path):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
     return path
 
 
@@ -69,17 +68,13 @@ def _bits_plot(plt, out, sweep, training):
                      fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=6)
-    fig.tight_layout()
     path = out / "hierarchy_bits.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
     return path
 
 
 def _plots(out, result):
-    import matplotlib  # deferred: matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # deferred: matplotlib
+    plt = pyplot()
     paths = []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, source in zip(axes, ("real", "synthetic")):
@@ -99,7 +94,7 @@ def _plots(out, result):
         ax.set_title(f"{source} gradients")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("sign disagreement with the exact majority,\nnon-tie coordinates (%)")
-    paths.append(_save(plt, fig, axes[0], out / "hierarchy_disagreement.png"))
+    paths.append(_save(fig, axes[0], out / "hierarchy_disagreement.png"))
 
     t = result["timing"]
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -111,7 +106,7 @@ def _plots(out, result):
     ax.set_xlabel("controllers N in the ring (W 8 workers each)")
     ax.set_ylabel(f"ring All-Reduce time of {t['n']:.2g} coordinates (ms)")
     ax.set_ylim(top=12 * max(r["seconds"] for r in t["ring"]) * 1e3)    # room for the legend
-    paths.append(_save(plt, fig, ax, out / "hierarchy_timing.png"))
+    paths.append(_save(fig, ax, out / "hierarchy_timing.png"))
 
     sweep = result.get("sweep")
     if sweep:
@@ -130,5 +125,5 @@ def _plots(out, result):
             ax.set_title(f"{tr['task']}, 8 x 8 workers, {tr['batch']} examples a worker")
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("test accuracy (%), mean over seeds")
-        paths.append(_save(plt, fig, axes[0][-1], out / "hierarchy_training.png"))
+        paths.append(_save(fig, axes[0][-1], out / "hierarchy_training.png"))
     return paths
