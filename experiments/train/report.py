@@ -372,6 +372,57 @@ def _setup_table(setup):
     return out
 
 
+def _table5_section(data):
+    """The Table 5 diagnostics and exact-zero sections of ``training.md``
+    (none when the run probed no gradients)."""
+    t5 = data.get("table5", {})
+    if not t5:
+        return []
+    lines = ["## Diagnostics (paper Table 5) on the same gradients", "",
+             "At 10%, 30% and 60% of each FP32 run, the same per-worker gradients of "
+             f"{data.get('probe_steps', 5)} consecutive steps go through every aggregation "
+             "(each through its own runtime and device model); the cosine of each "
+             "direction with the FP32 mean of those gradients, averaged over the steps and "
+             "the seeds. No {-1, +1} vector beats SignOfMean's cosine (`|m|_1 / (sqrt(n) "
+             "|m|_2)`, n the non-zero entries of m): it is the ceiling of a {-1, +1} "
+             "direction (a direction with zeros, a tie or a gate, can exceed it).", ""]
+    for task, per_batch in t5.items():
+        dataset, paper = TABLE5_PAPER.get(task, ("-", {}))
+        rows = per_batch.get("batch16", {}).get(f"{PROBE_AT[1]:g}")
+        if rows:
+            lines += [f"### {task}, 16 examples per worker, at 30% of training", "",
+                      *_table5_table(task, rows, dataset, paper), ""]
+        for b, per_point in per_batch.items():
+            lines += [f"{task}, {b[5:]} examples per worker, along the run:", "",
+                      *_points_table(per_point), ""]
+    lines += ["G-Ternary (fixed gate) over G-Binary, same gradients, at 30%, beside "
+              "sqrt(2/3) (what a fixed 2-of-3 mask costs a cosine) and the paper's "
+              "Table 5 ratio:", "", *_ratio_table(data["table5_ratio"]), ""]
+    lines += ["## Exact zeros in the gradients", "",
+              "Fraction of the workers' gradient entries that are exactly 0, and of lanes "
+              "(elements) where all W workers hold 0: under the contract's packing such a "
+              "lane returns a = -W, a full negative step.", "",
+              *_zeros_table(data["zeros"]), ""]
+    return lines
+
+
+def _admission_section(data, admission):
+    """The layer-aware admission section (Table 6) of ``training.md``."""
+    task = admission["task"]
+    share = next(s["head_share"] for s in data["setup"].values() if s["task"] == task)
+    return ["## Layer-aware admission (paper Table 6): hard task", "",
+            "Measured payload: bytes the runtime wrote to the device over FP32's "
+            "`W * n * 4` (G-Ternary moves the same sign lines as G-Binary, so its measured "
+            "payload is G-Binary's; the paper counts 1.58 bits, the 'paper's accounting' "
+            "column). The paper's accounting (`models/traffic.py`: 32, 1 and 1.58 bits "
+            f"per element) on our parameter counts (head {100 * share:.2f}% of the "
+            "parameters; ResNet-18/CIFAR-100's 0.46%), and on ResNet-18's. The last two "
+            "rows are the paper's section 7 ablation: the head on FP32 aggregation at the "
+            f"low-bit learning rate. Seeds {admission['seeds']}.", "",
+            *_admission_table(admission), "",
+            "![admission](training_admission.png)", ""]
+
+
 def markdown(data):
     """``training.md`` from the ``training.json`` dictionary."""
     e = data["experiments"]
@@ -411,51 +462,13 @@ def markdown(data):
                   f"{e['boundary']['seeds']}):", "",
                   *_accuracy_table(e["boundary"]), "",
                   "![boundary](training_boundary.png)", ""]
-    t5 = data.get("table5", {})
-    if t5:
-        lines += ["## Diagnostics (paper Table 5) on the same gradients", "",
-                  "At 10%, 30% and 60% of each FP32 run, the same per-worker gradients of "
-                  f"{data.get('probe_steps', 5)} consecutive steps go through every aggregation "
-                  "(each through its own runtime and device model); the cosine of each "
-                  "direction with the FP32 mean of those gradients, averaged over the steps and "
-                  "the seeds. No {-1, +1} vector beats SignOfMean's cosine (`|m|_1 / (sqrt(n) "
-                  "|m|_2)`, n the non-zero entries of m): it is the ceiling of a {-1, +1} "
-                  "direction (a direction with zeros, a tie or a gate, can exceed it).", ""]
-        for task, per_batch in t5.items():
-            dataset, paper = TABLE5_PAPER.get(task, ("-", {}))
-            rows = per_batch.get("batch16", {}).get(f"{PROBE_AT[1]:g}")
-            if rows:
-                lines += [f"### {task}, 16 examples per worker, at 30% of training", "",
-                          *_table5_table(task, rows, dataset, paper), ""]
-            for b, per_point in per_batch.items():
-                lines += [f"{task}, {b[5:]} examples per worker, along the run:", "",
-                          *_points_table(per_point), ""]
-        lines += ["G-Ternary (fixed gate) over G-Binary, same gradients, at 30%, beside "
-                  "sqrt(2/3) (what a fixed 2-of-3 mask costs a cosine) and the paper's "
-                  "Table 5 ratio:", "", *_ratio_table(data["table5_ratio"]), ""]
-        lines += ["## Exact zeros in the gradients", "",
-                  "Fraction of the workers' gradient entries that are exactly 0, and of lanes "
-                  "(elements) where all W workers hold 0: under the contract's packing such a "
-                  "lane returns a = -W, a full negative step.", "",
-                  *_zeros_table(data["zeros"]), ""]
+    lines += _table5_section(data)
     if data.get("diagnostics_own_trajectory"):
         lines += ["Each low-bit run's own cosine on its own trajectory (different weights per "
                   "policy, so not Table 5's comparison; kept for reference):", "",
                   *_own_table(data["diagnostics_own_trajectory"]), ""]
     if "admission" in e:
-        task = e["admission"]["task"]
-        share = next(s["head_share"] for s in data["setup"].values() if s["task"] == task)
-        lines += ["## Layer-aware admission (paper Table 6): hard task", "",
-                  "Measured payload: bytes the runtime wrote to the device over FP32's "
-                  "`W * n * 4` (G-Ternary moves the same sign lines as G-Binary, so its measured "
-                  "payload is G-Binary's; the paper counts 1.58 bits, the 'paper's accounting' "
-                  "column). The paper's accounting (`models/traffic.py`: 32, 1 and 1.58 bits "
-                  f"per element) on our parameter counts (head {100 * share:.2f}% of the "
-                  "parameters; ResNet-18/CIFAR-100's 0.46%), and on ResNet-18's. The last two "
-                  "rows are the paper's section 7 ablation: the head on FP32 aggregation at the "
-                  f"low-bit learning rate. Seeds {e['admission']['seeds']}.", "",
-                  *_admission_table(e["admission"]), "",
-                  "![admission](training_admission.png)", ""]
+        lines += _admission_section(data, e["admission"])
     if "batch64" in e:
         lines += ["## 64 examples per worker (hard task)", "",
                   *_accuracy_table(e["batch64"]), ""]
