@@ -85,6 +85,32 @@ def _lr(task, hook, lr_fp32, lr_low):
     return {FP32: lr_fp32, "low": lr_low}
 
 
+def _register_hook(args, ddp, parts, store):
+    """Register ``args.hook`` on ``ddp``; returns the NEURON-Fabric hook's
+    state (None for PyTorch's own hooks)."""
+    if args.hook == "fp32":
+        ddp.register_comm_hook(None, default_hooks.allreduce_hook)
+        return None
+    if args.hook == "powersgd":
+        psgd = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1,
+                                           start_powerSGD_iter=10, random_seed=args.seed)
+        ddp.register_comm_hook(psgd, powerSGD_hook.powerSGD_hook)
+        return None
+    policies = {"gbinary": {"backbone": "gbinary", "head": "gbinary"},
+                "gternary": {"backbone": "gternary", "head": "gternary"},
+                "split": {"backbone": "gbinary", "head": FP32},
+                "control": {"backbone": FP32, "head": FP32}}[args.hook]
+    config = FabricConfig(ranks_per_controller=args.ranks_per_controller,
+                          layout=Layout[args.layout.upper().replace("-", "_")],
+                          pool=args.pool, warmup_steps=args.warmup,
+                          timeout_s=args.timeout)
+    state = FabricState(parts, policies, config, store=store)
+    if args.hook == "control":
+        RankControl(state, COMMANDER, SupervisorConfig())
+    ddp.register_comm_hook(state, fabric_hook)
+    return state
+
+
 def run(args, rank, world, store):
     """Train as ``args`` says (the parsed command line); every rank returns
     its result (rank 0's is the job's)."""
@@ -97,26 +123,7 @@ def run(args, rank, world, store):
     ddp = DDP(model, bucket_cap_mb=args.bucket_mb)
     parts = groups(model)
     lrs = _lr(args.task, args.hook, args.lr_fp32, args.lr_low)
-    state = None
-    if args.hook == "fp32":
-        ddp.register_comm_hook(None, default_hooks.allreduce_hook)
-    elif args.hook == "powersgd":
-        psgd = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=1,
-                                           start_powerSGD_iter=10, random_seed=args.seed)
-        ddp.register_comm_hook(psgd, powerSGD_hook.powerSGD_hook)
-    else:
-        policies = {"gbinary": {"backbone": "gbinary", "head": "gbinary"},
-                    "gternary": {"backbone": "gternary", "head": "gternary"},
-                    "split": {"backbone": "gbinary", "head": FP32},
-                    "control": {"backbone": FP32, "head": FP32}}[args.hook]
-        config = FabricConfig(ranks_per_controller=args.ranks_per_controller,
-                              layout=Layout[args.layout.upper().replace("-", "_")],
-                              pool=args.pool, warmup_steps=args.warmup,
-                              timeout_s=args.timeout)
-        state = FabricState(parts, policies, config, store=store)
-        if args.hook == "control":
-            RankControl(state, COMMANDER, SupervisorConfig())
-        ddp.register_comm_hook(state, fabric_hook)
+    state = _register_hook(args, ddp, parts, store)
     opt = torch.optim.SGD(model.parameters(), lr=1.0, momentum=0.9)
     group_of = {id(p): g for g, ps in parts.items() for p in ps}
     order = batch_indices(len(task.y_train), world * batch, args.seed)
