@@ -29,6 +29,80 @@ __all__ = ["measure"]
 SETTLE = 40
 
 
+class _LatencyBench:
+    """The bench's moves on the top ``dut`` through the simulator's ``ctx``:
+    the memory behind ``m_axi`` answering the cycle after each address, a
+    request offered, a read, a control write, each counting cycles."""
+
+    def __init__(self, ctx, dut):
+        self.ctx, self.dut = ctx, dut
+        self.axi, self.axil = dut.m_axi, dut.s_axil
+
+    async def start(self):
+        """Every channel the top drives always ready; five cycles out of reset."""
+        ctx, dut, axi, axil = self.ctx, self.dut, self.axi, self.axil
+        for ready in (dut.s2m_drs.ready, dut.s2m_ndr.ready, axi.arready, axi.awready,
+                      axi.wready, axil.bready, axil.rready):
+            ctx.set(ready, 1)
+        await ctx.tick().repeat(5)
+
+    async def memory_cycle(self):
+        """One edge, the memory answering the cycle after each address."""
+        ctx, axi = self.ctx, self.axi
+        ar, arid = ctx.get(axi.arvalid), ctx.get(axi.arid)
+        aw, awid = ctx.get(axi.awvalid), ctx.get(axi.awid)
+        await ctx.tick()
+        ctx.set(axi.rvalid, ar or (ctx.get(axi.rvalid) and not ctx.get(axi.rready)))
+        if ar:
+            ctx.set(axi.rid, arid), ctx.set(axi.rdata, 0x0F0F0F0F), ctx.set(axi.rlast, 1)
+        ctx.set(axi.bvalid, aw or (ctx.get(axi.bvalid) and not ctx.get(axi.bready)))
+        if aw:
+            ctx.set(axi.bid, awid)
+
+    async def until_taken(self, stream):
+        n = 0
+        while not self.ctx.get(stream.valid):
+            await self.memory_cycle()
+            n += 1
+        return n
+
+    async def offer(self, stream, **fields):
+        ctx = self.ctx
+        for name, value in fields.items():
+            ctx.set(getattr(stream.payload, name), value)
+        ctx.set(stream.valid, 1)
+        await ctx.tick().until(stream.ready)
+        ctx.set(stream.valid, 0)
+
+    async def read(self, tag):
+        ctx, dut = self.ctx, self.dut
+        await self.offer(dut.m2s_req, opcode=ReqOpcode.MEM_RD, addr=64 * tag, tag=tag)
+        n = await self.until_taken(dut.s2m_drs)
+        word = ctx.get(dut.s2m_drs.payload.data) & 0xFFFFFFFF
+        await self.memory_cycle()
+        ctx.set(self.axi.rvalid, 0)
+        return n, word
+
+    async def control_write(self, offset, value):
+        ctx, axil = self.ctx, self.axil
+        ctx.set(axil.awaddr, offset), ctx.set(axil.wdata, value), ctx.set(axil.wstrb, 0xF)
+        ctx.set(axil.awvalid, 1), ctx.set(axil.wvalid, 1)
+        n = 0
+        while True:
+            await ctx.tick()
+            n += 1
+            if ctx.get(axil.awready):
+                ctx.set(axil.awvalid, 0)
+            if ctx.get(axil.wready):
+                ctx.set(axil.wvalid, 0)
+            if ctx.get(axil.bvalid):
+                break
+        if ctx.get(axil.bresp):
+            raise ValueError(f"the control port refused CFG {value:#010x}")
+        await ctx.tick()
+        return n
+
+
 def measure(reads=None, **params):
     """``{name: cycles}`` for the top of ``params`` (``Top``'s keywords; see
     the module docstring), and the G-Binary read's first DRS word (a check
@@ -38,80 +112,24 @@ def measure(reads=None, **params):
 
     dut = Top(**params)
     rmap = RegisterMap(dut.params)
-    axi, axil = dut.m_axi, dut.s_axil
     res = {}
 
     async def bench(ctx):
-        for ready in (dut.s2m_drs.ready, dut.s2m_ndr.ready, axi.arready, axi.awready,
-                      axi.wready, axil.bready, axil.rready):
-            ctx.set(ready, 1)
-        await ctx.tick().repeat(5)
-
-        async def memory_cycle():
-            """One edge, the memory answering the cycle after each address."""
-            ar, arid = ctx.get(axi.arvalid), ctx.get(axi.arid)
-            aw, awid = ctx.get(axi.awvalid), ctx.get(axi.awid)
-            await ctx.tick()
-            ctx.set(axi.rvalid, ar or (ctx.get(axi.rvalid) and not ctx.get(axi.rready)))
-            if ar:
-                ctx.set(axi.rid, arid), ctx.set(axi.rdata, 0x0F0F0F0F), ctx.set(axi.rlast, 1)
-            ctx.set(axi.bvalid, aw or (ctx.get(axi.bvalid) and not ctx.get(axi.bready)))
-            if aw:
-                ctx.set(axi.bid, awid)
-
-        async def until_taken(stream):
-            n = 0
-            while not ctx.get(stream.valid):
-                await memory_cycle()
-                n += 1
-            return n
-
-        async def offer(stream, **fields):
-            for name, value in fields.items():
-                ctx.set(getattr(stream.payload, name), value)
-            ctx.set(stream.valid, 1)
-            await ctx.tick().until(stream.ready)
-            ctx.set(stream.valid, 0)
-
-        async def read(tag):
-            await offer(dut.m2s_req, opcode=ReqOpcode.MEM_RD, addr=64 * tag, tag=tag)
-            n = await until_taken(dut.s2m_drs)
-            word = ctx.get(dut.s2m_drs.payload.data) & 0xFFFFFFFF
-            await memory_cycle()
-            ctx.set(axi.rvalid, 0)
-            return n, word
-
-        async def control_write(offset, value):
-            ctx.set(axil.awaddr, offset), ctx.set(axil.wdata, value), ctx.set(axil.wstrb, 0xF)
-            ctx.set(axil.awvalid, 1), ctx.set(axil.wvalid, 1)
-            n = 0
-            while True:
-                await ctx.tick()
-                n += 1
-                if ctx.get(axil.awready):
-                    ctx.set(axil.awvalid, 0)
-                if ctx.get(axil.wready):
-                    ctx.set(axil.wvalid, 0)
-                if ctx.get(axil.bvalid):
-                    break
-            if ctx.get(axil.bresp):
-                raise ValueError(f"the control port refused CFG {value:#010x}")
-            await ctx.tick()
-            return n
-
-        await offer(dut.m2s_rwd, opcode=RwdOpcode.MEM_WR, addr=0x1000, tag=7, data=1)
-        res["MemWr -> NDR"] = await until_taken(dut.s2m_ndr)
-        await memory_cycle()
-        ctx.set(axi.bvalid, 0)
-        res["BYPASS read -> DRS"], _ = await read(1)
-        res["control write, AW/W -> BVALID"] = await control_write(
+        b = _LatencyBench(ctx, dut)
+        await b.start()
+        await b.offer(dut.m2s_rwd, opcode=RwdOpcode.MEM_WR, addr=0x1000, tag=7, data=1)
+        res["MemWr -> NDR"] = await b.until_taken(dut.s2m_ndr)
+        await b.memory_cycle()
+        ctx.set(dut.m_axi.bvalid, 0)
+        res["BYPASS read -> DRS"], _ = await b.read(1)
+        res["control write, AW/W -> BVALID"] = await b.control_write(
             rmap["DEFAULT_CFG"].offset, cfg_encode(Mode.GBINARY))
         await ctx.tick().repeat(SETTLE)
-        res["G-Binary read -> DRS"], res["gbinary_word"] = await read(2)
+        res["G-Binary read -> DRS"], res["gbinary_word"] = await b.read(2)
         for tag, (name, cfg) in enumerate((reads or {}).items(), start=3):
-            await control_write(rmap["DEFAULT_CFG"].offset, cfg)
+            await b.control_write(rmap["DEFAULT_CFG"].offset, cfg)
             await ctx.tick().repeat(SETTLE)
-            res[name], _ = await read(tag)
+            res[name], _ = await b.read(tag)
 
     run_testbenches(dut, bench)
     return res
