@@ -129,23 +129,14 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False,
     # admitted < depth" of this cycle, what an exact count would give with
     # the leaving seen a cycle late.)
     if late_admit:
-        # The count c' counts admissions a cycle late (c = c' + the
-        # admission registered), and ready of the next cycle is "c < depth"
-        # whatever this cycle admits: c of the next cycle is at most c' of
-        # the next cycle + 1, so the flag "c' >= depth - 1" of the next
-        # cycle, one of three registered flags chosen by registered events.
-        if depth < 2:
-            raise ValueError(f"a late-admit credit needs a depth of 2 or more, not {depth!r}")
-        admitted = Signal(name=f"{prefix}admit_q")
-        m.d.sync += admitted.eq(admit)
-        held, _ = ladder(m, depth, admitted, give, name=f"{prefix}held")
-        m.d.sync += ready.eq(~held(depth - 1) & extra)
-        with m.Switch(Cat(admitted, give)):
-            with m.Case(0b01):
-                m.d.sync += ready.eq(~held(depth - 2) & extra)
-            with m.Case(0b10):
-                m.d.sync += ready.eq(~held(depth) & extra)
-        return ready
+        return _late_admit_ready(m, depth, ready, admit, give, extra, prefix)
+    return _exact_ready(m, depth, ready, admit, give, extra, prefix)
+
+
+def _exact_ready(m, depth, ready, admit, give, extra, prefix):
+    """:func:`credit_ready`'s ``ready`` from a count of the items held that
+    counts each admission in its cycle: the flag "fewer than depth" of the
+    next cycle."""
     held, _ = ladder(m, depth, admit, give, name=f"{prefix}held")
     m.d.sync += ready.eq(~held(depth) & extra)
     with m.Switch(Cat(admit, give)):
@@ -153,4 +144,25 @@ def credit_ready(m, depth, valid, give, hold=None, room=None, late_give=False,
             m.d.sync += ready.eq(~held(depth - 1) & extra)
         with m.Case(0b10):
             m.d.sync += ready.eq(extra)
+    return ready
+
+
+def _late_admit_ready(m, depth, ready, admit, give, extra, prefix):
+    """:func:`credit_ready`'s ``ready`` with ``late_admit``: the count c'
+    counts admissions a cycle late (c = c' + the admission registered), and
+    ready of the next cycle is "c < depth" whatever this cycle admits: c of
+    the next cycle is at most c' of the next cycle + 1, so the flag "c' >=
+    depth - 1" of the next cycle, one of three registered flags chosen by
+    registered events."""
+    if depth < 2:
+        raise ValueError(f"a late-admit credit needs a depth of 2 or more, not {depth!r}")
+    admitted = Signal(name=f"{prefix}admit_q")
+    m.d.sync += admitted.eq(admit)
+    held, _ = ladder(m, depth, admitted, give, name=f"{prefix}held")
+    m.d.sync += ready.eq(~held(depth - 1) & extra)
+    with m.Switch(Cat(admitted, give)):
+        with m.Case(0b01):
+            m.d.sync += ready.eq(~held(depth - 2) & extra)
+        with m.Case(0b10):
+            m.d.sync += ready.eq(~held(depth) & extra)
     return ready
