@@ -46,7 +46,7 @@ def bench(mib, repeat, line_bits=512, workers_list=(4, 8, 16), seed=0):
     return rows
 
 
-main = bench_command(bench, "neuron_fabric.sim.bench_golden", __doc__, size_help="buffer size in MiB",
+main = bench_command("neuron_fabric.sim.bench_golden", __doc__, size_help="buffer size in MiB",
                      out="build/reports/golden_bench.json")
 
 

@@ -83,7 +83,7 @@ def bench(mib, repeat, workers_list=(4, 8, 16), seed=0):
     return rows
 
 
-main = bench_command(bench, "neuron_fabric.sim.bench_runtime", __doc__, size_help="FP32 payload per step in MiB",
+main = bench_command("neuron_fabric.sim.bench_runtime", __doc__, size_help="FP32 payload per step in MiB",
                      out="build/reports/runtime_bench.json")
 
 

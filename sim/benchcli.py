@@ -1,6 +1,7 @@
 """The command line every ``make bench`` benchmark shares: a buffer size, a
 number of repeats (best kept), and a JSON file for the rows."""
 
+import importlib
 import json
 import pathlib
 
@@ -28,12 +29,14 @@ def bench_main(bench, *, prog, description, size_help, out, argv=None):
     return rows
 
 
-def bench_command(bench, module, doc, *, size_help, out):
+def bench_command(module, doc, *, size_help, out):
     """The guarded ``main(argv=None)`` of the benchmark module ``module``
     (its dotted name; ``doc``, its docstring, gives the description): runs
-    :func:`bench_main` and returns exit status 0."""
+    :func:`bench_main` on the module's ``bench`` (looked up at each call)
+    and returns exit status 0."""
     @guarded
     def main(argv=None):
+        bench = importlib.import_module(module).bench
         bench_main(bench, prog=f"python -m {module}", description=doc.splitlines()[0],
                    size_help=size_help, out=out, argv=argv)
         return 0
