@@ -22,6 +22,7 @@ What the quick forms are (the Makefile says so beside each recipe):
   smoke tests run it (their results are cached, so this is mostly
   reading the cache), and ``report`` over those rows;
 * ``bench``: 1 MiB, one repeat; ``train``, ``train-quick``, ``hierarchy``,
+  ``train-rates`` (no runs: the middle of each grid),
   ``pilots``, ``envelope``: their ``--quick`` smoke runs; ``latency``: the
   64-bit top in both profiles; ``regdocs``: the register table into the
   scratch folder (and it must equal docs/registers.md);
