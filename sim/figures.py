@@ -181,8 +181,9 @@ def _training(data):
     ratio = t["table5_ratio"]["pairs-hard"]
 
     def cosines(agg):
-        return " / ".join(f"{cos[f'{agg}/{enc}'][g]:.3f}" for g in ("backbone", "head")
-                          for enc in ("negative", "abstain"))
+        return "; ".join(" / ".join(f"{cos[f'{agg}/{enc}'][g]:.3f}"
+                                    for enc in ("negative", "abstain"))
+                         for g in ("backbone", "head"))
 
     split, ablation = "gbinary-backbone+fp32-head", "gbinary-backbone+fp32-head@low-bit-lr"
     rows = [
@@ -194,9 +195,9 @@ def _training(data):
          f"; {paper['gternary']['paper_accuracy_mean']:.2f}; — (CIFAR-100)",
          f"{acc('boundary', 'fp32')}; {both('boundary', 'gbinary')}; "
          f"{both('boundary', 'gternary')}; {acc('boundary', 'signofmean')} (`pairs-hard`)"],
-        ["Table 5, same gradients at 30%: G-Binary backbone; head (ceiling cos(sgn(m), m))",
+        ["Table 5, same gradients at 30%: G-Binary cosine, backbone; head",
          ".723; .174 (CIFAR-100, own trajectories)",
-         f"{cosines('gbinary')} ({cos['signofmean']['backbone']:.3f}; "
+         f"{cosines('gbinary')} (ceiling cos(sgn(m), m): {cos['signofmean']['backbone']:.3f}; "
          f"{cos['signofmean']['head']:.3f})"],
         ["Table 5: G-Ternary / G-Binary cosine, global", f"{ratio['paper']['global']:.3f}",
          f"{ratio['negative']['global']:.3f} / {ratio['abstain']['global']:.3f} "

@@ -167,8 +167,8 @@ def test_training(tmp_path):
         "(digits) |" in body
     assert "| 74.45; 62.33; 62.22; — (CIFAR-100) | 68.10 ± 0.00; 5.10 ± 0.00 / 13.60 ± 0.00; " \
         "4.55 ± 0.00 / 9.00 ± 0.00; 70.05 ± 0.00 (`pairs-hard`) |" in body
-    # backbone negative / abstain, head negative / abstain, (ceiling backbone; head)
-    assert "| 0.194 / 0.260 / 0.008 / 0.010 (0.309; 0.461) |" in body
+    # backbone negative / abstain; head negative / abstain (ceiling backbone; head)
+    assert "| 0.194 / 0.260; 0.008 / 0.010 (ceiling cos(sgn(m), m): 0.309; 0.461) |" in body
     assert "| 0.822 | 0.816 / 0.816 (√(2/3) = 0.816) |" in body
     assert "| 73.11 at 0.0357 | 35.00 ± 0.00 / 68.40 ± 0.00 at 0.0355 |" in body
     assert "| 73.24 | 5.30 ± 0.00 / 20.00 ± 0.00 |" in body
