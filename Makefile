@@ -58,7 +58,7 @@ help:
 	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
 	@echo "make train-full   every training experiment: 5 seeds, whole grids, the batch-64 sweep -> build/reports/full/"
 	@echo "make train-quick  seconds-long smoke run of the training experiments -> build/reports/quick/"
-	@echo "make train-rates  choose the hard task's learning rates make train uses (about 35 min) -> build/reports/learning_rates.{md,json}"
+	@echo "make train-rates  choose the hard task's learning rates make train uses (about 25 min) -> build/reports/learning_rates.{md,json}"
 	@echo "make hierarchy    multi-hop study (exact counts vs re-quantizing per hop), 64-worker training,"
 	@echo "                  multi-hop timing -> build/reports/hierarchy.*"
 	@echo "make envelope     timing envelope: Table 4, Fig. 2/3/7 -> build/reports/envelope.*"
