@@ -3,8 +3,8 @@
     python -m neuron_fabric.experiments.train --task pairs --policy gbinary-backbone+fp32-head \\
         --seeds 0 1 2 --steps 1200 --out build/train/run.json
 
-Without ``--lr`` each group gets the rate ``make train`` chose for its
-aggregation on that task (:data:`.policies.TUNED_LR`).  Prints one line per
+Without ``--lr`` each group gets the rate chosen for its aggregation under
+``--encoding`` on that task (:data:`.policies.TUNED_LR`).  Prints one line per
 seed and writes every result (curves, diagnostics, traffic) as JSON.
 """
 
@@ -53,7 +53,8 @@ def main(argv=None):
     if args.lr is not None and not args.lr > 0:
         ap.error(f"--lr must be positive, not {args.lr}")
     policy = POLICIES[args.policy]
-    lr = {g: args.lr if args.lr is not None else tuned_lr(args.task, policy.groups[g])
+    lr = {g: args.lr if args.lr is not None
+          else tuned_lr(args.task, policy.rate_aggregation(g), args.encoding)
           for g in GROUPS}
     extra = dict(PAPER_REGIME) if args.paper_regime else {}
     if args.hidden:

@@ -128,6 +128,18 @@ def test_command_line(tmp_path, capsys):
     assert "G-Binary-MARGIN seed 0: test" in capsys.readouterr().out
 
 
+def test_command_line_takes_the_encodings_rate(tmp_path, monkeypatch):
+    # (hand-set rates: the abstaining encoding's differs from the packing's)
+    monkeypatch.setitem(policies.TUNED_LR, "digits",
+                        dict(policies.TUNED_LR["digits"], **{"gbinary": 1e-4,
+                                                             "gbinary@abstain": 3e-3}))
+    out = tmp_path / "run.json"
+    assert cli_main(["--task", "digits", "--policy", "gbinary-backbone+fp32-head@low-bit-lr",
+                     "--encoding", "abstain", "--steps", "2", "--out", str(out),
+                     "--no-progress"]) == 0
+    assert json.loads(out.read_text())[0]["config"]["lr"] == {"backbone": 3e-3, "head": 3e-3}
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--task", "cifar", "--policy", "fp32"], "invalid choice: 'cifar'"),
     (["--task", "digits", "--policy", "fp32", "--steps", "0"], "--steps must be at least 1, not 0"),
