@@ -34,7 +34,7 @@ VERILOG_DIR ?= build/verilog
 REGDOCS     ?= docs/registers.md build/docs/registers.md
 export NEURON_FABRIC_REPORTS := $(abspath $(REPORTS))
 
-.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick train-rates hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full
+.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick train-rates train-batch64 hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -58,6 +58,7 @@ help:
 	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
 	@echo "make train-full   every training experiment: 5 seeds, whole grids, the batch-64 sweep -> build/reports/full/"
 	@echo "make train-quick  seconds-long smoke run of the training experiments -> build/reports/quick/"
+	@echo "make train-batch64 the hard task at 64 examples a worker: FP32, G-Binary, the split (3 min) -> build/reports/batch64.{md,json}"
 	@echo "make train-rates  choose the hard task's learning rates make train uses (about 25 min) -> build/reports/learning_rates.{md,json}"
 	@echo "make hierarchy    multi-hop study (exact counts vs re-quantizing per hop), 64-worker training,"
 	@echo "                  multi-hop timing -> build/reports/hierarchy.*"
@@ -133,6 +134,10 @@ train-full: $(STAMP)
 
 train-quick: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) --quick --out $(REPORTS)/quick
+
+# (SMOKE=1: one run of two steps, into the quick folder)
+train-batch64: $(STAMP)
+	$(PY) -m neuron_fabric.experiments.train.batch64 --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
 
 # (SMOKE=1: no runs, the middle of each grid, into the quick folder)
 train-rates: $(STAMP)

@@ -39,6 +39,8 @@ CASES = [
      "neuron_fabric.experiments.train.__main__.train", "task='digits'"),
     ("neuron_fabric.experiments.train.experiments", ["--quick", "--out", "{tmp}"],
      "neuron_fabric.experiments.train.experiments.run_all", "quick=True"),
+    ("neuron_fabric.experiments.train.batch64", ["--quick", "--jobs", "1", "--out", "{tmp}"],
+     "neuron_fabric.experiments.train.batch64.run", "quick=True"),
     ("neuron_fabric.experiments.train.hierarchy_report", ["--quick", "--out", "{tmp}"],
      "neuron_fabric.experiments.train.hierarchy_report.run_all", "quick=True"),
     ("neuron_fabric.sim.bench_golden", ["--mib", "1", "--repeat", "1", "--out", "{tmp}/b.json"],
