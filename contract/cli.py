@@ -40,6 +40,16 @@ class _ParagraphFormatter(argparse.HelpFormatter):
                            for par in text.split("\n\n"))
 
 
+def _at_least_one(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """An ``argparse`` parser whose errors are one line naming the bad value
     (``prog: error: ...``, exit status 2), without the usage block.  The
@@ -55,6 +65,11 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def add_jobs(self, default=2, what="processes"):
+        """``--jobs N``, N at least 1 (an error naming the value otherwise)."""
+        self.add_argument("--jobs", type=_at_least_one, default=default, metavar="N",
+                          help=f"{what} (default %(default)s)")
 
     def parse_known_args(self, args=None, namespace=None):
         parsed, rest = super().parse_known_args(args, namespace)

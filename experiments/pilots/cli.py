@@ -20,7 +20,7 @@ def _parser():
                         description="The control-plane pilots: pilots.md, pilots.json, plots.")
     ap.add_argument("--out", default="build/reports", help="output folder")
     ap.add_argument("--quick", action="store_true", help="one seed, short runs (smoke test)")
-    ap.add_argument("--jobs", type=int, default=2, help="processes (default %(default)s)")
+    ap.add_jobs()
     return ap
 
 
@@ -28,8 +28,6 @@ def _parser():
 def main(argv=None):
     ap = _parser()
     args = ap.parse_args(argv)
-    if args.jobs < 1:
-        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -87,11 +87,9 @@ def main(argv=None):
                         description="The hard task at 64 examples per worker: FP32, G-Binary "
                                     "(both encodings) and the G-Binary backbone + FP32 head.")
     ap.add_argument("--out", default="build/reports", help="report folder (default %(default)s)")
-    ap.add_argument("--jobs", type=int, default=2, help="processes (default %(default)s)")
+    ap.add_jobs()
     ap.add_argument("--quick", action="store_true", help="one run of 2 steps (a smoke run)")
     args = ap.parse_args(argv)
-    if args.jobs < 1:
-        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     for path in run(args.out, args.jobs, args.quick):
         print(f"wrote {path}")
     return 0

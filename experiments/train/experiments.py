@@ -294,7 +294,7 @@ def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.experiments.train.experiments",
                         description="Run the training experiments and write the reports.")
     ap.add_argument("--out", default="build/reports", help="report folder (default %(default)s)")
-    ap.add_argument("--jobs", type=int, default=2, help="processes (default %(default)s)")
+    ap.add_jobs()
     size = ap.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="seconds-long smoke run of the pipeline")
     size.add_argument("--full", action="store_true",
@@ -311,8 +311,6 @@ def main(argv=None):
     ap.add_argument("--hard-steps", type=int,
                     help="steps of the hard-task runs (default: the catalogue's, 1200)")
     args = ap.parse_args(argv)
-    if args.jobs < 1:
-        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     if args.select_only and (args.full or args.seeds or args.no_select or args.hard_steps):
         ap.error("--select-only takes only --tasks, --jobs, --quick and --out")
     global HARD_STEPS

@@ -106,7 +106,7 @@ def main(argv=None):
                         description="Multi-hop comparison study, training at 64 workers, "
                                     "multi-hop timing.")
     ap.add_argument("--out", default="build/reports", help="report folder (default %(default)s)")
-    ap.add_argument("--jobs", type=int, default=2, help="training processes (default %(default)s)")
+    ap.add_jobs(what="training processes")
     ap.add_argument("--quick", action="store_true", help="seconds-long smoke run of the pipeline")
     ap.add_argument("--no-train", action="store_true", help="study and timing only")
     ap.add_argument("--seeds", type=int, nargs="+", help="training seeds (default 0 1 2)")
@@ -115,8 +115,6 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, nargs="+", choices=[b for b, _ in SETTINGS],
                     help="train only these examples-per-worker settings")
     args = ap.parse_args(argv)
-    if args.jobs < 1:
-        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     for path in run_all(args.out, args.jobs, args.quick, train=not args.no_train,
                         seeds=args.seeds, select=not args.no_select, batches=args.batch):
         print(f"wrote {path}")

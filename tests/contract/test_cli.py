@@ -53,3 +53,23 @@ def test_unusable_cache_is_one_line(tmp_path):
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert str(blocker / "cache") in lines[0]
     assert not out.exists(), "nothing may be written on error"
+
+
+@pytest.mark.parametrize("value, message", [("0", "must be at least 1, not 0"),
+                                            ("-3", "must be at least 1, not -3"),
+                                            ("two", "must be an integer, not 'two'")])
+def test_jobs_below_one_or_not_an_integer_is_one_line(value, message, capsys):
+    from neuron_fabric.contract.cli import ArgumentParser
+    ap = ArgumentParser(prog="prog")
+    ap.add_jobs()
+    with pytest.raises(SystemExit) as exit_:
+        ap.parse_args(["--jobs", value])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"prog: error: argument --jobs: {message}\n"
+
+
+def test_jobs_default_and_value():
+    from neuron_fabric.contract.cli import ArgumentParser
+    ap = ArgumentParser(prog="prog")
+    ap.add_jobs(default=3)
+    assert ap.parse_args([]).jobs == 3 and ap.parse_args(["--jobs", "1"]).jobs == 1
