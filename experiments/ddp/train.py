@@ -31,6 +31,7 @@ bytes a pool would move, and the hook's events.  Seeds and thread counts
 are fixed (one thread per process), so a rerun gives the same accuracies.
 """
 
+import gc
 import json
 import os
 import time
@@ -219,6 +220,8 @@ def main(argv=None):
     rank, world, store = init_from_env(args.timeout)
     try:
         result = run(args, rank, world, store)
+        gc.collect()        # pending gloo work freed while Python is whole
+        dist.barrier()      # every rank done before any tears its process group down
     finally:
         dist.destroy_process_group()
     if rank == 0:
