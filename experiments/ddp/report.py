@@ -139,7 +139,7 @@ def _speed_lines(rows, bench):
     if bench:
         lines += ["", "Pack plus decode on one core (`make bench-ddp`, "
                   "`build/reports/ddp_bench.json`), GB/s of one rank's FP32 gradient:", "",
-                  "| W | torch pack | torch decode | pack + decode | device model read | "
+                  "| W | pack | decode | pack + decode | device model read | "
                   "numpy runtime (golden encode + decode, per worker) |",
                   "|---:|---:|---:|---:|---:|---:|"]
         for b in bench["rows"]:

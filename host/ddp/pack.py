@@ -39,13 +39,7 @@ def pack_signs(grad, elements):
     bits = torch.empty(elements, dtype=torch.bool)
     torch.gt(grad.reshape(-1), 0, out=bits[:n])
     bits[n:] = False
-    # Eight 0/1 bytes as one little-endian word: byte i (bit 8i) moves to
-    # bit i of the word's low byte (the upper bytes are left with junk).
-    x = bits.view(torch.uint8).view(torch.int64)
-    t = torch.empty_like(x)
-    for shift in (7, 14, 28):
-        x.bitwise_or_(torch.bitwise_right_shift(x, shift, out=t))
-    return x.view(torch.uint8)[0::8].contiguous().numpy()
+    return np.packbits(bits.numpy(), bitorder="little")
 
 
 def pack_counts(counts, bits):
@@ -59,19 +53,29 @@ def pack_counts(counts, bits):
     return c[0::2] | (c[1::2] << np.uint8(4))
 
 
-def _lanes(resp, lane_bits, signed):
-    """The output lanes of ``resp`` as a flat integer tensor (a view where the
-    lanes are whole bytes)."""
-    flat = torch.from_numpy(np.ascontiguousarray(resp).reshape(-1))
-    if lane_bits == 8:
-        return flat.view(torch.int8) if signed else flat
-    if lane_bits == 16:
-        return flat.view(torch.int16)          # counts are at most 16: no sign issue
-    if lane_bits == 32:
-        return flat.view(torch.int32)
+#: numpy type of a whole-byte lane, by width and signedness.
+_LANE_TYPES = {(8, False): np.uint8, (8, True): np.int8, (16, False): np.int16,
+               (16, True): np.int16, (32, False): np.int32, (32, True): np.int32}
+
+
+def _lanes(resp, lane_bits, signed, n, dtype):
+    """The first ``n`` output lanes of ``resp`` as a new tensor of the numpy
+    type ``dtype``.  The conversions run in numpy: with one thread it
+    converts integers to float about four times as fast as torch, and does
+    the 4-bit split's strided stores twice as fast."""
+    flat = np.ascontiguousarray(resp).reshape(-1)
+    if (lane_bits, signed) in _LANE_TYPES:      # 16-bit counts are at most 16: never negative
+        return torch.from_numpy(flat.view(_LANE_TYPES[lane_bits, signed])[:n].astype(dtype))
     if lane_bits == 4:
-        v = torch.stack((flat & 0x0F, flat >> 4), dim=1).reshape(-1)
-        return (v.view(torch.int8) ^ 8) - 8 if signed else v
+        # Low nibble, then high nibble of each byte, into alternate places;
+        # signed lanes by arithmetic shifts of the byte as int8.
+        b = flat[:(n + 1) // 2]
+        if signed:
+            b = b.view(np.int8)
+        out = np.empty((b.size, 2), dtype=dtype)
+        out[:, 0] = (b << 4) >> 4 if signed else b & 0x0F
+        out[:, 1] = b >> 4
+        return torch.from_numpy(out.reshape(-1)[:n])
     raise ValueError(f"lane_bits must be 4, 8, 16 or 32, not {lane_bits!r}")
 
 
@@ -80,7 +84,7 @@ def decode_lanes(resp, lane_bits, fmt, n):
     numpy, ``(L, LINE_BYTES)``) as an int32 tensor: lanes of ``lane_bits``
     (4, 8, 16: a W-worker read; 32: a count-operand read), COUNT unsigned,
     MARGIN and SIGN in two's complement."""
-    return _lanes(resp, lane_bits, fmt != Format.COUNT)[:n].to(torch.int32)
+    return _lanes(resp, lane_bits, fmt != Format.COUNT, n, np.int32)
 
 
 def direction(values, fmt, voters, offset=0):
@@ -99,4 +103,5 @@ def direction(values, fmt, voters, offset=0):
 def decode_direction(resp, lane_bits, fmt, n, voters, offset=0):
     """:func:`direction` of :func:`decode_lanes`, converting the lanes to
     float32 in one pass."""
-    return direction(_lanes(resp, lane_bits, fmt != Format.COUNT)[:n], fmt, voters, offset)
+    return direction(_lanes(resp, lane_bits, fmt != Format.COUNT, n, np.float32),
+                     fmt, voters, offset)
