@@ -7,7 +7,7 @@ A figure block is the text between two markers in README.md::
     <!-- figure:NAME:end -->
 
 one block per report (:data:`FIGURES`: summary, route, envelope, bench,
-training, pilots, hierarchy).  Each block is rewritten from its report's
+training, pilots, hierarchy, ddp).  Each block is rewritten from its report's
 JSON under ``build/reports`` and states the command that makes that JSON.
 A block whose JSON is absent is left as it is, and the tool says which it
 skipped; text outside the blocks is never touched.
@@ -25,6 +25,7 @@ import sys
 from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
 from neuron_fabric.contract.paths import REPO, REPORTS
+from neuron_fabric.experiments.ddp import tables as ddp_tables
 from neuron_fabric.models.commtime import PAPER_GPT2XL_MS
 from neuron_fabric.synth import summary as hw_summary
 from neuron_fabric.synth.report import PAPER, TARGETS
@@ -309,6 +310,21 @@ def _hierarchy(data):
     return [x for x in lines if x is not None]
 
 
+def _ddp(data):
+    d = data["ddp.json"]
+    train, speed, base = ddp_tables.by_kind(d["rows"])
+    procs = sorted({r["procs"] for r in train})
+    lines = [("QUICK SMOKE RUN, not results. " if d.get("quick") else "")
+             + f"The digits task under torchrun, {train[0]['steps'] if train else 0} steps, "
+             f"seed 0, {' / '.join(map(str, procs))} processes on 127.0.0.1 (load average "
+             f"{d.get('load_average', float('nan')):.1f} at the end; times move with the "
+             "machine, accuracies and bytes are exact reruns):", ""]
+    lines += ddp_tables.table(train, base) + [""]
+    lines += ddp_tables.event_lines(train)
+    lines += ddp_tables.speed_lines(speed, d.get("bench"))
+    return lines
+
+
 #: Every figure block, by name.
 FIGURES = {
     "summary": Figure(("summary.json",), "make summary", _summary),
@@ -318,6 +334,7 @@ FIGURES = {
     "training": Figure(("training.json",), "make train", _training),
     "pilots": Figure(("pilots.json",), "make pilots", _pilots),
     "hierarchy": Figure(("hierarchy.json",), "make hierarchy", _hierarchy),
+    "ddp": Figure(("ddp.json",), "make ddp", _ddp),
 }
 
 

@@ -21,14 +21,10 @@ import numpy as np
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.host.ddp.launch import child_env
+from neuron_fabric.experiments.ddp.tables import LABELS, by_kind, event_lines, speed_lines, table
 from neuron_fabric.experiments.ddp.train import HOOKS, summary
 
 __all__ = ["run_torchrun", "main"]
-
-LABELS = {"fp32": "FP32 (allreduce_hook)", "powersgd": "PowerSGD (rank 1)",
-          "gbinary": "G-Binary", "gternary": "G-Ternary (2-of-3 gate)",
-          "split": "G-Binary backbone + FP32 head (20 FP32 steps first)",
-          "control": "control plane live"}
 
 #: The large model of the speed runs: 32/64 channels, 1,024 features
 #: (1,074,634 parameters on the digits).
@@ -92,68 +88,9 @@ def _row(run, result):
                 steps=result["steps"])
 
 
-def _table(rows, base):
-    out = ["| processes | hook | test acc. (%) | ms / step | vs allreduce_hook | "
-           "hook ms / step (CPU) | gloo bytes / step / rank | pool bytes / step / rank "
-           "(write + read) | low-bit steps |",
-           "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        ref = base.get(r["procs"])
-        over = f"{r['step_ms'] - ref:+.2f} ms ({100 * (r['step_ms'] / ref - 1):+.0f} %)" \
-            if ref else "-"
-        pool = f"{r['pool_write']:,.0f} + {r['pool_read']:,.0f}" if r["pool"] else "-"
-        hook_ms = f"{r['hook_ms']:.2f} ({r['hook_cpu_ms']:.2f})" if r["pool"] else "-"
-        out.append(f"| {r['procs']} | {r['label']} | {100 * r['test']:.2f} | {r['step_ms']:.2f} "
-                   f"| {over} | {hook_ms} | {r['gloo_bytes']:,.0f} | {pool} | "
-                   f"{100 * r['low_share']:.0f} % |")
-    return out
-
-
-def _speed_lines(rows, bench):
-    by = {r["hook"]: r for r in rows}
-    fp, gb = by.get("fp32"), by.get("gbinary")
-    lines = []
-    if fp and gb:
-        n, procs = gb["parameters"], gb["procs"]
-        write_ratio = gb["pool_write"] / (4 * n)
-        trip_ratio = (gb["pool_write"] + gb["pool_read"]) / (8 * n)
-        lines += [
-            f"Model of {n:,} parameters, {procs} processes, {gb['steps']} steps (the first 5 "
-            "not counted):", "",
-            "| hook | ms / step | gloo bytes / step / rank | pool bytes / step / rank |",
-            "|---|---:|---:|---:|",
-            f"| FP32 (allreduce_hook) | {fp['step_ms']:.1f} | {fp['gloo_bytes']:,.0f} | "
-            f"{8 * n:,} (an FP32 pool: 4 B up, 4 B down an element) |",
-            f"| G-Binary | {gb['step_ms']:.1f} | {gb['gloo_bytes']:,.0f} | "
-            f"{gb['pool_write']:,.0f} + {gb['pool_read']:,.0f} |", "",
-            f"- time per step: G-Binary {gb['step_ms']:.1f} ms against allreduce_hook's "
-            f"{fp['step_ms']:.1f} ms: "
-            + ("**no more** (target met)." if gb["step_ms"] <= fp["step_ms"]
-               else "**more** (target missed)."),
-            f"- pool bytes against FP32's: writes {write_ratio:.4f} (1 bit per element "
-            f"against 32: {'<=' if write_ratio <= 1 / 25 else '>'} 1/25); writes and reads "
-            f"{trip_ratio:.4f} ({'<=' if trip_ratio <= 1 / 25 else '>'} 1/25): the read returns "
-            f"a W-bit lane per element (W = {gb['workers']}), W/32 of FP32's read, which is "
-            "what keeps the round trip above 1/25.",
-        ]
-    if bench:
-        lines += ["", "Pack plus decode on one core (`make bench-ddp`, "
-                  "`build/reports/ddp_bench.json`), GB/s of one rank's FP32 gradient:", "",
-                  "| W | pack | decode | pack + decode | device model read | "
-                  "numpy runtime (golden encode + decode, per worker) |",
-                  "|---:|---:|---:|---:|---:|---:|"]
-        for b in bench["rows"]:
-            lines.append(f"| {b['workers']} | {b['pack_gbs']:.2f} | {b['decode_gbs']:.2f} | "
-                         f"{b['pack_decode_gbs']:.2f} | {b['device_gbs']:.2f} | "
-                         f"{b['numpy_gbs']:.2f} |")
-    return lines
-
-
 def report(rows, bench, out, quick):
     out.mkdir(parents=True, exist_ok=True)
-    train = [r for r in rows if r["kind"] == "train"]
-    speed = [r for r in rows if r["kind"] == "speed"]
-    base = {r["procs"]: r["step_ms"] for r in train if r["hook"] == "fp32"}
+    train, speed, base = by_kind(rows)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     md = ["# NEURON-Fabric in PyTorch DDP", "",
           "`torchrun --nproc-per-node N -m neuron_fabric.experiments.ddp.train --hook H` on the easy "
@@ -168,15 +105,8 @@ def report(rows, bench, out, quick):
           "sockets in a step (`/proc/self/io` wchar; the shared-memory pool moves its "
           "segments through memory, not gloo).  Pool bytes: what a CXL pool would move for "
           "the rank: its 1-bit segments written, the W-bit response lanes read.", "",
-          *_table(train, base), ""]
-    ev = [r for r in train if r["hook"] == "control"]
-    if ev:
-        md += ["Control plane events (every rank logs the same):", ""]
-        for r in ev:
-            kinds = ", ".join(f"{e['kind']} at step {e['step']}" for e in r["events"]) or "none"
-            md.append(f"- {r['procs']} processes: {kinds}")
-        md.append("")
-    md += ["## Speed", "", *_speed_lines(speed, bench), ""]
+          *table(train, base), ""]
+    md += [*event_lines(train), "## Speed", "", *speed_lines(speed, bench), ""]
     (out / "ddp.md").write_text("\n".join(md))
     (out / "ddp.json").write_text(json.dumps(dict(rows=rows, bench=bench, quick=quick,
                                                   load_average=load), indent=1))

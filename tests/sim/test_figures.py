@@ -238,6 +238,40 @@ def test_summary(tmp_path):
     assert "410 s" in body
 
 
+def _ddp_row(kind, procs, hook, step_ms, **kw):
+    row = dict(kind=kind, procs=procs, hook=hook, label=hook.upper(), test=0.9611, val=0.95,
+               parameters=1000, step_ms=step_ms, hook_ms=1.0, hook_cpu_ms=0.5,
+               gloo_bytes=560, pool_write=0, pool_read=0, pool=None, low_share=0.0,
+               events=[], workers=procs, steps=40)
+    row.update(kw)
+    return row
+
+
+def test_ddp(tmp_path):
+    rows = [_ddp_row("train", 2, "fp32", 4.0, gloo_bytes=73960),
+            _ddp_row("train", 2, "gbinary", 3.0, pool="shm", pool_write=2320, pool_read=9280,
+                     low_share=1.0),
+            _ddp_row("train", 2, "control", 5.0, pool="shm", low_share=0.93,
+                     events=[dict(kind="admission", step=20)]),
+            _ddp_row("speed", 8, "fp32", 58.4, gloo_bytes=7554712),
+            _ddp_row("speed", 8, "gbinary", 57.1, pool="shm", pool_write=250, pool_read=2000,
+                     workers=8)]
+    bench = dict(rows=[dict(workers=4, pack_gbs=7.75, decode_gbs=3.36, pack_decode_gbs=2.34,
+                            device_gbs=2.2, numpy_gbs=1.71)])
+    _write(tmp_path, "ddp.json", dict(rows=rows, bench=bench, quick=False, load_average=1.25))
+    body = figures.render("ddp", tmp_path)
+    assert body.startswith("`make ddp` → `build/reports/ddp.json`\n")
+    assert "40 steps, seed 0, 2 processes" in body and "load average 1.2" in body
+    # 3.0 ms against allreduce_hook's 4.0: -1.00 ms, -25 %
+    assert "| 2 | GBINARY | 96.11 | 3.00 | -1.00 ms (-25 %) | 1.00 (0.50) | 560 | " \
+           "2,320 + 9,280 | 100 % |" in body
+    assert "- 2 processes: admission at step 20" in body
+    assert "G-Binary 57.1 ms against allreduce_hook's 58.4 ms: **no more**" in body
+    # 250 bytes written for 1,000 parameters: 250 / 4,000 = 0.0625 (> 1/25)
+    assert "writes 0.0625 (1 bit per element against 32: > 1/25)" in body
+    assert "| 4 | 7.75 | 3.36 | 2.34 | 2.20 | 1.71 |" in body
+
+
 def test_cli(tmp_path, capsys):
     readme = tmp_path / "README.md"
     readme.write_text(README)
