@@ -1,4 +1,6 @@
-"""Packing a rank's gradient signs and decoding read responses, in torch.
+"""Packing a rank's gradient signs and decoding read responses: torch
+tensors in and out, with numpy on the same memory where it is faster on one
+thread (``packbits``, integer-to-float conversion).
 
 Everything is vectorised: no Python loop runs per element or per line.
 

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The in-flight table's occupancy (``hdl/top/occupancy.py``) in the
 Amaranth simulator, against a count of places kept in the test: reads are
 taken only after ``room`` the cycle before and writes only while ``ok``
