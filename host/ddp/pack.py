@@ -55,9 +55,10 @@ def pack_counts(counts, bits):
     return c[0::2] | (c[1::2] << np.uint8(4))
 
 
-#: numpy type of a whole-byte lane, by width and signedness.
-_LANE_TYPES = {(8, False): np.uint8, (8, True): np.int8, (16, False): np.int16,
-               (16, True): np.int16, (32, False): np.int32, (32, True): np.int32}
+#: numpy type of a whole-byte lane, by width (8-bit COUNT lanes are read
+#: unsigned; the counts of wider lanes never reach their sign bit, so one
+#: signed type reads every format).
+_WHOLE_LANES = {8: np.int8, 16: np.int16, 32: np.int32}
 
 
 def _lanes(resp, lane_bits, signed, n, dtype):
@@ -66,8 +67,9 @@ def _lanes(resp, lane_bits, signed, n, dtype):
     converts integers to float about four times as fast as torch, and does
     the 4-bit split's strided stores twice as fast."""
     flat = np.ascontiguousarray(resp).reshape(-1)
-    if (lane_bits, signed) in _LANE_TYPES:      # 16-bit counts are at most 16: never negative
-        return torch.from_numpy(flat.view(_LANE_TYPES[lane_bits, signed])[:n].astype(dtype))
+    if lane_bits in _WHOLE_LANES:
+        kind = np.uint8 if lane_bits == 8 and not signed else _WHOLE_LANES[lane_bits]
+        return torch.from_numpy(flat.view(kind)[:n].astype(dtype))
     if lane_bits == 4:
         # Low nibble, then high nibble of each byte, into alternate places;
         # signed lanes by arithmetic shifts of the byte as int8.
