@@ -29,25 +29,49 @@ encoding        bit of worker ``k`` for element ``i``
                 (any layout): W zeros tie, but a partial set of zeros adds
                 ``#odd - #even`` of them to the margin, so it abstains only on
                 average
+``random``      a non-zero gradient: ``g > 0``; a zero: a fair coin of worker
+                ``k``'s own.  Worker-local (any layout): the coin comes from a
+                generator seeded by the worker's private seed
+                (:func:`worker_seed`, shared with nobody) and a digest of the
+                worker's own packed ``g > 0`` bits of this step (a nonce that
+                changes from step to step with no state kept), so the zeros of
+                an element add 0 to its margin on average, with no bias towards
+                any worker or element
 ==============  ===================================================================
+
+Only ``abstain`` needs a writer that holds every worker's signs, so it is an
+upper bound for the packing, not an encoding a distributed worker can use;
+``negative``, ``alternate`` and ``random`` each need only the worker's own
+gradient.  Software majority vote with ``sgn(0) = 0`` (MajoritySignSGD) is
+the reference all four are measured against.
 
 The tie rule is the contract's: G-Binary SIGN returns 0 when ``a = 0``
 (``c = W / 2``); G-Ternary's gated value for a tie is 0 too.
 """
+
+import zlib
 
 import numpy as np
 
 from neuron_fabric.contract.facts import Layout
 from neuron_fabric.host import golden
 
-__all__ = ["ENCODINGS", "NEGATIVE", "ABSTAIN", "ALTERNATE", "check_encoding", "sign_bits",
-           "encode_signs", "zero_stats"]
+__all__ = ["ENCODINGS", "DEPLOYABLE", "NEGATIVE", "ABSTAIN", "ALTERNATE", "RANDOM",
+           "check_encoding", "worker_seed", "zero_coins", "sign_bits", "encode_signs",
+           "zero_stats"]
 
 NEGATIVE = "negative"
 ABSTAIN = "abstain"
 ALTERNATE = "alternate"
+RANDOM = "random"
 #: Encoding names, the contract's packing first.
-ENCODINGS = (NEGATIVE, ABSTAIN, ALTERNATE)
+ENCODINGS = (NEGATIVE, ABSTAIN, ALTERNATE, RANDOM)
+#: The encodings a worker computes from its own gradient alone (``abstain``
+#: needs one writer holding every worker's signs: an upper bound).
+DEPLOYABLE = (NEGATIVE, ALTERNATE, RANDOM)
+
+#: Root of the workers' private seeds of the ``random`` encoding.
+ZERO_SEED = 0x5A4F
 
 
 def check_encoding(encoding, layout=Layout.ELEMENT_MAJOR):
@@ -59,6 +83,26 @@ def check_encoding(encoding, layout=Layout.ELEMENT_MAJOR):
         raise ValueError("the abstain encoding needs every worker's value of an element at the "
                          "writer: element-major lines only (use 'alternate' for worker-major)")
     return encoding
+
+
+def worker_seed(k):
+    """Worker ``k``'s private seed of the ``random`` encoding (no two workers
+    share one)."""
+    if k < 0:
+        raise ValueError(f"worker index must be >= 0, not {k}")
+    return (ZERO_SEED, int(k))
+
+
+def zero_coins(grad, k):
+    """Worker ``k``'s coins for its gradient ``grad`` (n,): bool (n,), fair
+    and drawn from :func:`worker_seed` and a CRC-32 of the worker's own
+    packed ``grad > 0`` bits (the step's nonce).  Only the coins at the
+    worker's zeros are used."""
+    g = np.asarray(grad).ravel()
+    nonce = zlib.crc32(np.packbits(g > 0).tobytes())
+    rng = np.random.default_rng([*worker_seed(k), nonce])
+    raw = np.frombuffer(rng.bytes((g.size + 7) // 8), np.uint8)
+    return np.unpackbits(raw, count=g.size).astype(bool)
 
 
 def sign_bits(grads, encoding=NEGATIVE):
@@ -74,6 +118,9 @@ def sign_bits(grads, encoding=NEGATIVE):
     if encoding == ALTERNATE:
         odd = (np.arange(g.shape[0]) % 2 == 1)[:, None]
         return bits | (zero & odd)
+    if encoding == RANDOM:
+        coins = np.stack([zero_coins(g[k], k) for k in range(g.shape[0])])
+        return bits | (zero & coins)
     # abstain: the zeros of an element counted in worker order (8-bit
     # counts: W is at most 16); the zero of count c, c = 1..z, takes a one
     # when c <= ones

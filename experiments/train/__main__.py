@@ -16,6 +16,7 @@ from neuron_fabric.experiments.train.harness import TASK_DEFAULTS, RunConfig, tr
 from neuron_fabric.experiments.train.models import GROUPS, PAPER_REGIME
 from neuron_fabric.experiments.train.policies import POLICIES, tuned_lr
 from neuron_fabric.experiments.train.tasks import TASKS
+from neuron_fabric.host.encoding import ENCODINGS
 
 
 def _parser():
@@ -34,9 +35,10 @@ def _parser():
     ap.add_argument("--paper-regime", action="store_true",
                     help="the paper-regime model (models.PAPER_REGIME: > 1 M backbone "
                          "parameters, head 0.45%% of them)")
-    ap.add_argument("--encoding", default="negative", choices=("negative", "abstain", "alternate"),
+    ap.add_argument("--encoding", default=ENCODINGS[0], choices=ENCODINGS,
                     help="how a zero gradient becomes a bit (host/encoding.py; default "
-                         "%(default)s, the contract's g > 0)")
+                         "%(default)s, the contract's g > 0; abstain is an upper bound that "
+                         "needs one writer holding every worker's signs)")
     ap.add_argument("--out", help="write the results to this JSON file")
     ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     return ap

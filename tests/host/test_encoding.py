@@ -111,3 +111,68 @@ def test_abstain_refuses_worker_major_lines():
 def test_zero_stats():
     g = np.array([[0, 1, 0], [0, 0, 2]], np.float32)
     assert encoding.zero_stats(g) == (4 / 6, 1 / 3)
+
+
+# -- the worker-local random coin of a zero ----------------------------------------
+
+def test_random_keeps_the_non_zero_signs_and_is_reproducible():
+    rng = np.random.default_rng(2)
+    g = rng.integers(-1, 2, size=(8, 5000)).astype(np.float32)
+    bits = encoding.sign_bits(g, "random")
+    np.testing.assert_array_equal(bits[g != 0], g[g != 0] > 0)
+    np.testing.assert_array_equal(bits, encoding.sign_bits(g.copy(), "random"))
+
+
+def test_random_is_worker_local():
+    # Worker 3's bits depend on worker 3's gradient and index alone: changing
+    # every other worker's gradient leaves them as they were.
+    rng = np.random.default_rng(3)
+    g = rng.integers(-1, 2, size=(8, 4000)).astype(np.float32)
+    other = rng.integers(-1, 2, size=(8, 4000)).astype(np.float32)
+    other[3] = g[3]
+    np.testing.assert_array_equal(encoding.sign_bits(g, "random")[3],
+                                  encoding.sign_bits(other, "random")[3])
+
+
+def test_a_workers_zero_bits_are_a_fair_coin():
+    # 200 draws (steps with different non-zero patterns) of 1,000 zeros of
+    # worker 5: the mean of the bits is 1/2 within 6 standard errors
+    # (sqrt(0.25 / 200,000) = 0.0011), each draw differs from the previous,
+    # and two workers' coins agree on about half the zeros.
+    rng = np.random.default_rng(4)
+    ones, changed, agree, draws, n = 0, 0, 0, 200, 1000
+    last = None
+    for _ in range(draws):
+        g = np.zeros((8, n + 64), np.float32)
+        g[:, n:] = rng.standard_normal((8, 64))       # the step's non-zero entries
+        bits = encoding.sign_bits(g, "random")[:, :n]
+        ones += int(bits[5].sum())
+        agree += int((bits[5] == bits[6]).sum())
+        changed += last is not None and not np.array_equal(bits[5], last)
+        last = bits[5]
+    assert abs(ones / (draws * n) - 0.5) < 6 * np.sqrt(0.25 / (draws * n))
+    assert abs(agree / (draws * n) - 0.5) < 6 * np.sqrt(0.25 / (draws * n))
+    assert changed == draws - 1
+
+
+def test_random_zeros_cancel_on_average_through_the_device():
+    # An all-zero group of 20,000 elements: each lane's margin a = 2 c - W
+    # has mean 0 and variance W (W fair coins of +-1); the decoded MARGIN lane
+    # is a / W. The mean over the lanes is 0 within 6 standard errors.
+    n, w = 20_000, 8
+    g = np.zeros((w, n), np.float32)
+    margin, _ = through_device(g, "random", Format.MARGIN, workers=w)
+    a = margin * w
+    assert abs(a.mean()) < 6 * np.sqrt(w / n)
+    assert abs(a.var() - w) < 0.1 * w
+    assert set(np.unique(a)) <= set(range(-w, w + 1, 2))
+
+
+def test_random_works_on_worker_major_lines():
+    GroupPolicy(Mode.GBINARY, Format.SIGN, layout=Layout.WORKER_MAJOR,
+                encoding="random").check(8, 512)
+
+
+def test_deployable_encodings_leave_out_abstain():
+    assert "abstain" not in encoding.DEPLOYABLE
+    assert set(encoding.DEPLOYABLE) < set(encoding.ENCODINGS)
