@@ -6,7 +6,8 @@ register map files; ``BUILD`` is then ``build/`` in the working directory
 (``contract/paths.py``).
 
 The wheel holds exactly the project's Python modules, each package of
-``pyproject.toml`` from its folder: nothing missing, nothing stale.
+``pyproject.toml`` from its folder: nothing missing, nothing stale; and
+the LICENSE.
 """
 
 import os
@@ -70,6 +71,9 @@ def test_wheel_holds_every_module_and_nothing_else(wheel):
             assert z.read(name) == source.read_bytes(), name
         meta = next(n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt"))
         entry = z.read(meta).decode()
+        # the license travels with the wheel (pyproject's license-files)
+        licence = next(n for n in z.namelist() if n.endswith(".dist-info/licenses/LICENSE"))
+        assert z.read(licence) == (ROOT / "LICENSE").read_bytes()
     assert "neuron-fabric-export = neuron_fabric.hdl.export.verilog:main" in entry
     assert "neuron-fabric-regmap = neuron_fabric.contract.regmap_files:main" in entry
 
