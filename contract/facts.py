@@ -13,7 +13,8 @@ __all__ = [
     "LINE_BITS_CHOICES", "WORKERS_CHOICES", "STAGES_RANGE", "REGIONS_RANGE",
     "MAX_OUTSTANDING_RANGE", "DEFAULTS", "FIELD_WIDTHS",
     "Mode", "Format", "GateKind", "Layout", "Operand", "COUNT_LANE_BITS", "count_geometry",
-    "FEATURES", "CORE_FEATURES", "TOP_FEATURES", "PROFILES", "Profile",
+    "FEATURES", "CORE_FEATURES", "TOP_FEATURES", "UNBUILT_FEATURES", "PROFILES", "Profile",
+    "view_beats",
     "DatapathParams", "TopParams", "CXL_ADDR_BITS", "ReqOpcode", "RwdOpcode",
     "DRS_MEMDATA", "NDR_CMP", "DATAPATH_MODULE", "TOP_MODULE", "check_choice", "check_range",
     "ParameterError", "REFUSED_COMBINATIONS", "COMBINATION_NOTES",
@@ -103,6 +104,16 @@ def count_geometry(operand):
     return bits, COUNT_LANE_BITS // bits
 
 
+def view_beats(line_bits, workers, operand):
+    """B, the source lines (AXI beats) of one line of a packed view (contract
+    section 6.2): ``(LINE_BITS / 2) / E'``, W / 2 for the SIGNS operand and 16
+    for a count operand."""
+    if operand == Operand.SIGNS:
+        return workers // 2
+    count_geometry(operand)
+    return COUNT_LANE_BITS // 2
+
+
 #: Features of the full design that a reduced build may hard-wire away.
 #: Each name maps to a one-line description used in reports.
 FEATURES = {
@@ -113,10 +124,12 @@ FEATURES = {
                                  "(the top's mask computation; the core takes any mask)",
     "hierarchy": "worker-major layout and 4-/8-bit partial-count operands "
                  "(contract section 5; the top's read path)",
+    "packed_view": "packed result view: a region read as 2-bit results of the lines "
+                   "of a source window, one AXI burst a line (contract section 6)",
 }
 
 #: Features of the top only (the core's ports and logic do not change).
-TOP_FEATURES = ("gate_pattern_programmable", "hierarchy")
+TOP_FEATURES = ("gate_pattern_programmable", "hierarchy", "packed_view")
 
 #: The features the datapath core implements.  The core takes the PATTERN
 #: gate as a per-lane mask in every profile (contract section 3 (v2)), so
@@ -175,12 +188,18 @@ class Profile:
         return Profile(f"{self.name}-no-{feature}", self.features - {feature})
 
 
-#: ``full`` has every feature, ``hierarchy`` included (contract section 5:
+#: Features the contract and the host models define that no exported
+#: build implements yet: ``packed_view`` (contract section 6) is in the
+#: golden, device and driver models, which take a :class:`Profile` that has
+#: it; the gateware does not, so ``full`` leaves it out.
+UNBUILT_FEATURES = ("packed_view",)
+
+#: ``full`` has every feature built, ``hierarchy`` included (contract section 5:
 #: the top's read path runs the core inside :class:`~neuron_fabric.hdl.
 #: hierarchy.Hierarchy`); ``paper`` has none and rejects the extension's
 #: CFG values.
 PROFILES = {
-    "full": Profile("full", frozenset(FEATURES)),
+    "full": Profile("full", frozenset(FEATURES) - frozenset(UNBUILT_FEATURES)),
     "paper": Profile("paper", frozenset()),
 }
 

@@ -22,6 +22,7 @@ from neuron_fabric.contract.facts import (
     Layout,
     Mode,
     Operand,
+    PROFILES,
     TopParams,
     check_range,
     count_geometry,
@@ -31,6 +32,7 @@ __all__ = [
     "Field", "Register", "RegisterMap", "CFG_FIELDS", "HIERARCHY_CFG_FIELDS", "STATUS_BITS",
     "COUNTERS", "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "CfgError",
     "cfg_encode", "cfg_decode", "cfg_check", "count_total_max", "markdown",
+    "VIEW_FIELDS", "SOURCE_ALIGN_BITS", "view_check",
 ]
 
 #: Value of the ID register: ASCII "NFAB".
@@ -81,6 +83,13 @@ CFG_ENABLE = Field("enable", 31, 1, "1 = region enabled")
 
 #: The CFG fields of the hierarchy extension (contract section 5).
 HIERARCHY_CFG_FIELDS = ("layout", "operand", "total")
+
+#: REGIONr_VIEW's field (contract section 6.1).
+VIEW_FIELDS = (Field("packed", 0, 1, "1 = the region is a packed view of its source window"),)
+
+#: SOURCE is aligned to 2^SOURCE_ALIGN_BITS bytes (4 KiB: no burst of a view
+#: crosses a 4 KiB boundary, contract section 6.3).
+SOURCE_ALIGN_BITS = 12
 
 #: STATUS bits (contract 4.4), sticky, write 1 to clear.
 STATUS_BITS = (
@@ -134,20 +143,27 @@ class Register:
         raise KeyError(f"register {self.name} has no field {name!r}")
 
 
-def _addr_fields(half, what):
+def _addr_fields(half, what, low=0):
     if half == "lo":
-        return (Field("addr", 0, 32, f"{what} address bits [31:0]"),)
+        return (Field("addr", low, 32 - low, f"{what} address bits [31:{low}]"),)
     return (Field("addr", 0, CXL_ADDR_BITS - 32, f"{what} address bits [51:32]"),)
 
 
 @dataclass
 class RegisterMap:
-    """The registers of one parameter set, in offset order."""
+    """The registers of one parameter set, in offset order.
+
+    ``features`` are the build's (a :class:`~.facts.Profile`'s), by default
+    those of ``params.profile``: with ``packed_view`` each region has its
+    VIEW and SOURCE registers (contract section 6.1)."""
     params: TopParams
+    features: frozenset = None
     registers: list = dc_field(default_factory=list)
 
     def __post_init__(self):
         p = self.params
+        if self.features is None:
+            self.features = PROFILES[p.profile].features
         regs = [
             Register("ID", 0x000, "RO", "const", "identifies the block (ASCII NFAB)",
                      (Field("id", 0, 32, "0x4E464142"),), value=ID_VALUE),
@@ -188,9 +204,24 @@ class RegisterMap:
                 Register(f"REGION{r}_LIMIT_HI", base + 0x10, "RW", "limit_hi",
                          f"region {r} exclusive limit, bits [51:32]", _addr_fields("hi", "limit"), index=r),
             ]
+            if "packed_view" in self.features:
+                regs += [
+                    Register(f"REGION{r}_VIEW", base + 0x14, "RW", "view",
+                             f"region {r} read as a packed view (contract section 6)",
+                             VIEW_FIELDS, index=r),
+                    Register(f"REGION{r}_SOURCE_LO", base + 0x18, "RW", "source_lo",
+                             f"region {r} view's source window, bits [31:{SOURCE_ALIGN_BITS}]",
+                             _addr_fields("lo", "source", SOURCE_ALIGN_BITS), index=r),
+                    Register(f"REGION{r}_SOURCE_HI", base + 0x1C, "RW", "source_hi",
+                             f"region {r} view's source window, bits [51:32]",
+                             _addr_fields("hi", "source"), index=r),
+                ]
         self.registers = sorted(regs, key=lambda reg: reg.offset)
         self._by_name = {reg.name: reg for reg in self.registers}
         self._by_offset = {reg.offset: reg for reg in self.registers}
+
+    def __contains__(self, name):
+        return name in self._by_name
 
     def __getitem__(self, name):
         return self._by_name[name]
@@ -274,6 +305,16 @@ def cfg_check(value, workers, features=()):
     return None
 
 
+def view_check(cfg_value, view_value):
+    """Return None if a region may hold CFG ``cfg_value`` with VIEW
+    ``view_value`` together, else the reason (contract section 6.4: a view
+    needs mode G-Binary or G-Ternary)."""
+    if VIEW_FIELDS[0].get(view_value) and cfg_decode(cfg_value)["mode"] in (Mode.BYPASS,
+                                                                           Mode.IDENTITY):
+        return "a packed view needs mode G-Binary or G-Ternary (clear VIEW first)"
+    return None
+
+
 def _bits(f):
     return f"[{f.lsb}]" if f.width == 1 else f"[{f.lsb + f.width - 1}:{f.lsb}]"
 
@@ -331,6 +372,11 @@ def markdown(params=None):
         "  version 2.0 reserved, [7:5] and [30:21], included).",
         "- Bits that are no field (DEFAULT_CFG's bit 31, STATUS bits [31:5], BASE_HI/LIMIT_HI",
         "  bits [31:20]) read as 0; what is written to them is ignored.",
+        *([
+            "- A write that would leave a region's VIEW.packed = 1 with its CFG mode BYPASS or",
+            "  IDENTITY is refused whole like a bad CFG value (contract section 6.4).",
+            "- SOURCE_LO bits [11:0] and SOURCE_HI bits [31:20] are no field (4 KiB-aligned).",
+        ] if any(reg.kind == "view" for reg in rmap.registers) else []),
         "- Counters 0..3 count reads by their mode, whatever their layout and operand.",
         "- Counter 5 (errors) counts every event that sets a STATUS bit, set already or not",
         "  (a refused write while BAD_CSR is set counts); two events in one cycle count two.",

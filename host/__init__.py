@@ -1,8 +1,12 @@
-"""The host side of NEURON-Fabric, free of Amaranth (numpy only).
+"""The host side of NEURON-Fabric, free of Amaranth (numpy only, torch for
+``ddp``).
 
-``facts`` holds every parameter, encoding, opcode and address width;
-``golden`` defines each read mode bit-exactly; ``regmap`` is the control
-register map and ``driver`` the control-plane driver built on it;
-``traffic`` the gradient-traffic accounting.  The gateware (``neuron_fabric.hdl``)
-reads the same facts.
+``golden`` defines each read mode bit-exactly; ``device`` is the
+transaction-level model of the top and ``driver`` the control-plane driver
+on the register map (:mod:`neuron_fabric.contract.regmap`); ``runtime``
+aggregates gradients through a device (its ``engine`` holds the one write,
+read and decode step); ``control`` is the control plane; ``ddp`` the
+PyTorch DDP communication hook; ``hierarchy`` the multi-hop study.  Every
+package here reads the contract's facts (:mod:`neuron_fabric.contract.facts`)
+as the gateware does.
 """

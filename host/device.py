@@ -18,7 +18,8 @@ values and writable masks from :mod:`.regmap`, the CFG check from
 :data:`.regmap.STATUS_BITS` / :data:`.regmap.COUNTERS`, opcodes and the
 profile's hard-wired features from :mod:`.facts`, the read transform (sign
 lines of either layout, count operands: contract sections 2 and 5) and the
-gate phase from :mod:`.golden`.  What is written here is only what contract 4
+gate phase from :mod:`.golden`, a packed view's lines (contract section 6)
+from :func:`.golden.packed.pack_view`.  What is written here is only what contract 4
 states and no host module holds: the write merge under WSTRB, the region
 match, which events set which STATUS bit and the memory.
 
@@ -50,9 +51,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neuron_fabric.contract.facts import (COUNT_LANE_BITS, CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFILES, Mode,
-                                          Operand, Profile, ReqOpcode, RwdOpcode, TopParams)
+                                          Operand, Profile, ReqOpcode, RwdOpcode, TopParams, view_beats)
 from neuron_fabric.host.golden import line_phase, transform, transform_counts
-from neuron_fabric.contract.regmap import ADDR_BITS, COUNTERS, DATA_BITS, STATUS_BITS, RegisterMap, cfg_check, cfg_decode
+from neuron_fabric.host.golden.packed import pack_view
+from neuron_fabric.contract.regmap import (ADDR_BITS, COUNTERS, DATA_BITS, STATUS_BITS, VIEW_FIELDS, RegisterMap,
+                                           cfg_check, cfg_decode, view_check)
 
 __all__ = ["Device", "Response", "Faults", "PoisonError", "read_response"]
 
@@ -61,7 +64,8 @@ _COUNTER = {name: j for j, name in enumerate(COUNTERS)}
 _COUNTER_MASK = (1 << 64) - 1
 _WORD_MASK = (1 << DATA_BITS) - 1
 _STRB_BITS = DATA_BITS // 8
-_REGION_WORDS = ("CFG", "BASE_LO", "BASE_HI", "LIMIT_LO", "LIMIT_HI")
+_REGION_WORDS = ("CFG", "BASE_LO", "BASE_HI", "LIMIT_LO", "LIMIT_HI", "VIEW", "SOURCE_LO",
+                 "SOURCE_HI")
 _READS = (ReqOpcode.MEM_RD, ReqOpcode.MEM_RD_DATA)
 _INVALIDATES = (ReqOpcode.MEM_INV, ReqOpcode.MEM_INV_NT)
 
@@ -176,7 +180,9 @@ class Device:
         ``PROFILES[params.profile]``: a build with a feature no profile has
         yet (``hierarchy``, contract section 5), or a feature-cost variant.
         Whether the control port accepts the hierarchy fields follows
-        ``profile.has("hierarchy")``, as :func:`.regmap.cfg_check` says.
+        ``profile.has("hierarchy")``, as :func:`.regmap.cfg_check` says;
+        with ``packed_view`` the regions' VIEW and SOURCE registers exist
+        (contract section 6).
 
     Members
     -------
@@ -195,8 +201,8 @@ class Device:
         if profile is not None and not isinstance(profile, Profile):
             raise TypeError(f"profile must be a Profile, not {profile!r}")
         self._params = params
-        self._map = RegisterMap(params)
         self._profile = PROFILES[params.profile] if profile is None else profile
+        self._map = RegisterMap(params, self._profile.features)
         self._chunks = {}
         self.faults = Faults()
         self.reset()
@@ -265,9 +271,21 @@ class Device:
         if reg.kind == "cfg" and cfg_check(new, self._params.workers,
                                            self._profile.features) is not None:
             return self._bad_csr()
+        if reg.kind in ("cfg", "view") and self._view_refused(reg, new):
+            return self._bad_csr()
         self._words[offset] = new
         self._table = None
         return True
+
+    def _view_refused(self, reg, new):
+        """Whether writing ``new`` to a region's CFG or VIEW would leave a view
+        whose mode is BYPASS or IDENTITY (contract section 6.4)."""
+        if reg.kind == "cfg" and "packed_view" not in self._profile.features or \
+                not reg.name.startswith("REGION"):
+            return False
+        cfg, view = (self._map.region(reg.index, w).offset for w in ("CFG", "VIEW"))
+        words = {**self._words, reg.offset: new}
+        return view_check(words[cfg], words[view]) is not None
 
     def _offset(self, offset):
         # The RTL decodes address bits [11:2]; bits [1:0] are ignored.
@@ -289,50 +307,58 @@ class Device:
 
     # -- region table (contract 4.3) -------------------------------------------------------
 
+    def _word(self, r, word):
+        name = f"REGION{r}_{word}"
+        return self._words[self._map[name].offset] if name in self._map else 0
+
     def _region_table(self):
-        """``(enabled regions as (base line, limit line, cfg), DEFAULT_CFG fields)``."""
+        """``(enabled regions as (base line, limit line, cfg, source line or None
+        for a region that is no packed view), DEFAULT_CFG fields)``."""
         if self._table is None:
             ob = self._params.offset_bits
             regions = []
             for r in range(self._params.regions):
-                words = {w: self._words[self._map[f"REGION{r}_{w}"].offset]
-                         for w in _REGION_WORDS}
+                words = {w: self._word(r, w) for w in _REGION_WORDS}
                 cfg = cfg_decode(words["CFG"])
                 if cfg["enable"]:
                     base = ((words["BASE_HI"] << 32) | words["BASE_LO"]) >> ob
                     limit = ((words["LIMIT_HI"] << 32) | words["LIMIT_LO"]) >> ob
-                    regions.append((base, limit, cfg))
+                    source = None
+                    if VIEW_FIELDS[0].get(words["VIEW"]):
+                        source = ((words["SOURCE_HI"] << 32) | words["SOURCE_LO"]) >> ob
+                    regions.append((base, limit, cfg, source))
             self._table = (regions, cfg_decode(self._words[self._map["DEFAULT_CFG"].offset]))
         return self._table
 
     def _config(self, line):
-        """``(cfg, base line)`` of a read of ``line``: the lowest-numbered
-        enabled region with ``BASE <= line < LIMIT``, else DEFAULT_CFG with base 0."""
+        """``(cfg, base line, source line)`` of a read of ``line``: the
+        lowest-numbered enabled region with ``BASE <= line < LIMIT``, else
+        DEFAULT_CFG with base 0; the source line of a packed view, else None."""
         regions, default = self._region_table()
-        for base, limit, cfg in regions:
+        for base, limit, cfg, source in regions:
             if base <= line < limit:
-                return cfg, base
-        return default, 0
+                return cfg, base, source
+        return default, 0, None
 
     def read_config(self, addr):
         """The CFG fields (:func:`.regmap.cfg_decode`) a read of byte address
         ``addr`` gets now, and its line index in its region (contract 4.3)."""
         line = addr // self._params.line_bytes
-        cfg, base = self._config(line)
+        cfg, base, _ = self._config(line)
         return dict(cfg), line - base
 
     def _segments(self, first, count):
-        """Runs ``(start, stop, cfg, base)`` of lines ``[first, first + count)``
-        that one configuration serves (the match changes only at a BASE or LIMIT)."""
+        """Runs ``(start, stop, cfg, base, source)`` of lines ``[first, first +
+        count)`` that one configuration serves (the match changes only at a
+        BASE or LIMIT)."""
         regions, _ = self._region_table()
         end = first + count
         cuts = {first, end}
-        for base, limit, _ in regions:
+        for base, limit, _, _ in regions:
             cuts.update(x for x in (base, limit) if first < x < end)
         cuts = sorted(cuts)
         for start, stop in zip(cuts, cuts[1:]):
-            cfg, base = self._config(start)
-            yield start, stop, cfg, base
+            yield start, stop, *self._config(start)
 
     def _transform(self, raw, index, cfg):
         """Responses for stored lines ``raw`` whose first line has ``index`` in its region."""
@@ -387,17 +413,43 @@ class Device:
     def _read_run(self, first, count):
         """Responses of MemRd of lines ``[first, first + count)``: ``(lines, poisoned)``."""
         out = self._gather(first, count)
-        for start, stop, cfg, base in self._segments(first, count):
+        poisoned = []
+        for start, stop, cfg, base, source in self._segments(first, count):
             run = slice(start - first, stop - first)
-            out[run] = self._transform(out[run], start - base, cfg)
+            if source is None:
+                out[run] = self._transform(out[run], start - base, cfg)
+                failed = self._faulty(self.faults.read_lines, start, stop - start)
+                self._event("rd_err", len(failed))
+                poisoned += failed
+            else:
+                out[run], failed = self._view(start - base, stop - start, cfg, source)
+                poisoned += [start + k for k in failed]
             # Counters 0..3 count reads by mode, counter j for mode j (contract 4.4).
             self._count(COUNTERS[cfg["mode"]], stop - start)
-        poisoned = self._faulty(self.faults.read_lines, first, count)
         if poisoned:
             beat = self.faults.error_beat.to_bytes(self._params.line_bytes, "little")
             out[np.asarray(poisoned) - first] = np.frombuffer(beat, dtype=np.uint8)
-            self._event("rd_err", len(poisoned))
-        return out, poisoned
+        return out, sorted(poisoned)
+
+    def _view(self, index, count, cfg, source):
+        """Responses of ``count`` lines of a packed view from view line ``index``
+        on, whose source window starts at line ``source`` (contract section 6):
+        ``(lines, positions of the poisoned ones)``; each source line the
+        memory fails is an RD_ERR event."""
+        p = self._params
+        beats = view_beats(p.line_bits, p.workers, cfg["operand"])
+        space = 1 << (CXL_ADDR_BITS - p.offset_bits)
+        first, n = (source + index * beats) % space, count * beats
+        # the source lines, modulo the address space (contract section 6.2)
+        head = min(n, space - first)
+        raw = np.concatenate([self._gather(first, head), self._gather(0, n - head)])
+        failed = [(line - first) % space for line in self.faults.read_lines
+                  if (line - first) % space < n]
+        fields = {k: cfg[k] for k in ("gate_kind", "period", "keep", "threshold", "layout",
+                                      "operand", "total")}
+        out = pack_view(raw, p.workers, Mode(cfg["mode"]), index=index, **fields)
+        self._event("rd_err", len(failed))
+        return out, sorted({k // beats for k in failed})
 
     # -- CXL.mem, one transaction -------------------------------------------------------
 

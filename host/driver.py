@@ -34,8 +34,8 @@ import os
 import struct
 
 from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode, Operand, TopParams
-from neuron_fabric.contract.regmap import (COUNTERS, ID_VALUE, STATUS_BITS, CfgError, RegisterMap, cfg_check,
-                                           cfg_decode, cfg_encode)
+from neuron_fabric.contract.regmap import (COUNTERS, ID_VALUE, SOURCE_ALIGN_BITS, STATUS_BITS, VIEW_FIELDS,
+                                           CfgError, RegisterMap, cfg_check, cfg_decode, cfg_encode)
 
 __all__ = ["BusError", "Driver", "AxiLiteMasterBus", "MmapBus", "CfgError"]
 
@@ -103,7 +103,7 @@ class Driver:
         self.bus = bus
         self.params = params or TopParams()
         self.profile = PROFILES[self.params.profile] if profile is None else profile
-        self.map = RegisterMap(self.params)
+        self.map = RegisterMap(self.params, self.profile.features)
 
     @classmethod
     async def probe(cls, bus, profile="full"):
@@ -172,11 +172,17 @@ class Driver:
             raise ValueError(f"{name} {addr:#x} is not aligned to a "
                              f"{self.params.line_bytes}-byte line")
 
+    @property
+    def has_view(self):
+        """Whether the build has the packed view (contract section 6)."""
+        return "packed_view" in self.profile.features
+
     async def set_region(self, r, *, base, limit, mode, **fields):
         """Program and enable region ``r`` for byte addresses ``base <= a < limit``.
 
         The region is disabled while its window is rewritten, so no read sees a
-        half-written window.
+        half-written window; on a build with the packed view it is made no
+        view first (contract section 6.4).
         """
         self._check_region(r)
         self._check_addr("base", base)
@@ -184,6 +190,12 @@ class Driver:
         if limit <= base:
             raise ValueError(f"limit {limit:#x} must be above base {base:#x}")
         cfg = self.cfg_value(mode, enable=1, **fields)
+        if self.has_view:
+            await self.write(f"REGION{r}_VIEW", 0)
+        await self._set_window(r, base, limit, cfg)
+
+    async def _set_window(self, r, base, limit, cfg):
+        """Region ``r``'s CFG (disabled), window, then CFG (enabled)."""
         await self.write(f"REGION{r}_CFG", cfg & ~(1 << 31))
         await self.write(f"REGION{r}_BASE_LO", base & 0xFFFF_FFFF)
         await self.write(f"REGION{r}_BASE_HI", base >> 32)
@@ -191,18 +203,65 @@ class Driver:
         await self.write(f"REGION{r}_LIMIT_HI", limit >> 32)
         await self.write(f"REGION{r}_CFG", cfg)
 
-    async def clear_region(self, r):
-        """Disable region ``r`` and zero its window."""
+    async def set_view(self, r, *, base, limit, source, mode, **fields):
+        """Program and enable region ``r`` as a packed view (contract section 6)
+        of the source window at byte address ``source``: a read of line ``j``
+        of ``base <= a < limit`` returns the 2-bit results of source lines
+        ``j*B .. j*B + B - 1`` (:func:`.facts.view_beats`) under ``mode``
+        (G-Binary or G-Ternary) and the other CFG ``fields``.
+
+        Raises
+        ------
+        ValueError
+            On a build without the packed view, for a ``source`` that is not a
+            4 KiB-aligned 52-bit address, or a window as :meth:`set_region`.
+        CfgError
+            For a mode other than G-Binary or G-Ternary, or a bad CFG field.
+        """
+        if not self.has_view:
+            raise ValueError("this build has no packed view (contract section 6)")
         self._check_region(r)
+        self._check_addr("base", base)
+        self._check_addr("limit", limit)
+        if limit <= base:
+            raise ValueError(f"limit {limit:#x} must be above base {base:#x}")
+        align = 1 << SOURCE_ALIGN_BITS
+        if not 0 <= source < (1 << CXL_ADDR_BITS) or source % align:
+            raise ValueError(f"source must be a {CXL_ADDR_BITS}-bit address aligned to "
+                             f"{align} bytes, not {source:#x}")
+        if mode not in (Mode.GBINARY, Mode.GTERNARY):
+            raise CfgError(f"a packed view needs mode G-Binary or G-Ternary, not {mode!r}")
+        cfg = self.cfg_value(mode, enable=1, **fields)
+        # CFG first (a view's mode), then its window, its source, VIEW, the enable
+        await self.write(f"REGION{r}_CFG", cfg & ~(1 << 31))
+        await self.write(f"REGION{r}_SOURCE_LO", source & 0xFFFF_FFFF)
+        await self.write(f"REGION{r}_SOURCE_HI", source >> 32)
+        await self.write(f"REGION{r}_VIEW", 1)
+        await self._set_window(r, base, limit, cfg)
+
+    async def clear_region(self, r):
+        """Disable region ``r`` and zero its window (and its view)."""
+        self._check_region(r)
+        words = ("VIEW", "SOURCE_LO", "SOURCE_HI") if self.has_view else ()
+        for word in words:
+            await self.write(f"REGION{r}_{word}", 0)
         await self.write(f"REGION{r}_CFG", self.cfg_value(Mode.BYPASS))
         for word in ("BASE_LO", "BASE_HI", "LIMIT_LO", "LIMIT_HI"):
             await self.write(f"REGION{r}_{word}", 0)
 
+    async def _address(self, r, word):
+        return (await self.read(f"REGION{r}_{word}_HI") << 32) | await self.read(f"REGION{r}_{word}_LO")
+
     async def region(self, r):
+        """Region ``r``'s CFG fields, ``base`` and ``limit``; with the packed view
+        also ``view`` (0 or 1) and ``source``."""
         self._check_region(r)
         out = cfg_decode(await self.read(f"REGION{r}_CFG"))
-        out["base"] = (await self.read(f"REGION{r}_BASE_HI") << 32) | await self.read(f"REGION{r}_BASE_LO")
-        out["limit"] = (await self.read(f"REGION{r}_LIMIT_HI") << 32) | await self.read(f"REGION{r}_LIMIT_LO")
+        out["base"] = await self._address(r, "BASE")
+        out["limit"] = await self._address(r, "LIMIT")
+        if self.has_view:
+            out["view"] = VIEW_FIELDS[0].get(await self.read(f"REGION{r}_VIEW"))
+            out["source"] = await self._address(r, "SOURCE")
         return out
 
     # -- status and counters -------------------------------------------------------

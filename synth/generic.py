@@ -19,7 +19,7 @@ import pathlib
 import sys
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.contract.facts import FEATURES
+from neuron_fabric.contract.facts import FEATURES, PROFILES
 from neuron_fabric.synth import flowlib
 from neuron_fabric.synth.flowlib import Config
 
@@ -59,11 +59,16 @@ def synthesize(config, vfile, script, version):
     return row, note
 
 
+def _built():
+    """The features the full profile builds (the others cost nothing yet)."""
+    return [f for f in FEATURES if PROFILES["full"].has(f)]
+
+
 def feature_configs():
     sw = flowlib.settings()["sweep"]
     base = dict(line_bits=sw["stages_width"], workers=sw["workers"],
                 stages=sw["width_stages"])
-    return [Config(f"full-no-{f}", **base) for f in FEATURES]
+    return [Config(f"full-no-{f}", **base) for f in _built()]
 
 
 def feature_rows(rows_by_name):
@@ -72,7 +77,8 @@ def feature_rows(rows_by_name):
     full = rows_by_name[f"full{suffix}"]
     paper = rows_by_name[f"paper{suffix}"]
     out = []
-    for f, what in FEATURES.items():
+    for f in _built():
+        what = FEATURES[f]
         less = rows_by_name[f"full-no-{f}{suffix}"]
         out.append({"feature": f, "description": what,
                     "cells": full["cells"] - less["cells"],

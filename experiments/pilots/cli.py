@@ -10,7 +10,7 @@ from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.experiments.pilots.markdown import report
 from neuron_fabric.experiments.pilots.plots import plot_ladder_and_late, plot_recovery
 from neuron_fabric.experiments.pilots.runs import run_pilots
-from neuron_fabric.experiments.threads import single_thread_env
+from neuron_fabric.experiments import single_thread_env
 
 __all__ = ["main"]
 

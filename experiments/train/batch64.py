@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.experiments.threads import single_thread_env
+from neuron_fabric.experiments import single_thread_env
 from neuron_fabric.experiments.train import experiments
 from neuron_fabric.experiments.train.catalogue import TRAIN_HARD_STEPS
 from neuron_fabric.experiments.train.harness import RunConfig

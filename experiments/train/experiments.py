@@ -34,7 +34,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, replace
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.experiments.threads import single_thread_env
+from neuron_fabric.experiments import single_thread_env
 from neuron_fabric.experiments.train import report
 from neuron_fabric.experiments.train.catalogue import (
     ENCODINGS,

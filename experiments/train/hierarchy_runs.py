@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from neuron_fabric.experiments.threads import single_thread_env
+from neuron_fabric.experiments import single_thread_env
 from neuron_fabric.experiments.train.hierarchy_study import TASK, _say
 
 __all__ = ["SEEDS", "SETTINGS", "train_all"]

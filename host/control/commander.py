@@ -1,10 +1,31 @@
 """The Commander (paper section 8): the deterministic admission ladder over
-the cosine-alignment diagnostics of FP32 warm-up steps."""
+the cosine-alignment diagnostics of FP32 warm-up steps, and the ladder's
+mode names with the runtime policy of each."""
 
 import math
 from dataclasses import dataclass, field
 
-from neuron_fabric.host.control_modes import FP32, LOW_BIT_MODES, _check_mode
+from neuron_fabric.host import runtime
+from neuron_fabric.models.traffic import BITS_PER_ELEMENT
+
+#: The host FP32 path (no device).
+FP32 = "fp32"
+
+#: Low-bit modes in ladder order: fewest bits per element first.
+LOW_BIT_MODES = tuple(sorted((m for m in BITS_PER_ELEMENT if m != FP32),
+                             key=BITS_PER_ELEMENT.get))
+
+#: The runtime policy of each mode.  FP32 is BYPASS: the runtime averages
+#: FP32 groups on the host and never reads them through the datapath.  The
+#: low-bit modes return SIGN lanes (majority sign; G-Ternary with the
+#: paper's fixed 2-of-3 pattern gate).
+MODE_POLICY = {FP32: runtime.FP32, "gbinary": runtime.G_BINARY, "gternary": runtime.G_TERNARY}
+
+
+def check_mode(mode):
+    if mode != FP32 and mode not in LOW_BIT_MODES:
+        raise ValueError(f"mode must be one of {(FP32,) + LOW_BIT_MODES}, not {mode!r}")
+    return mode
 
 
 @dataclass(frozen=True)
@@ -45,7 +66,7 @@ class CommanderConfig:
     sensitive: tuple = ("head",)
 
     def __post_init__(self):
-        _check_mode(self.default_mode)
+        check_mode(self.default_mode)
         if self.diag_window < 1 or self.warmup_steps < 0:
             raise ValueError("diag_window must be >= 1 and warmup_steps >= 0")
         if set(self.cos_min) != set(LOW_BIT_MODES):

@@ -5,7 +5,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from neuron_fabric.host.control_modes import FP32, LOW_BIT_MODES
+from neuron_fabric.host.control.commander import FP32, LOW_BIT_MODES
 from neuron_fabric.models.commtime import CommParams, allreduce_times_ms
 from neuron_fabric.models.envelope.model import overhead_pct
 from neuron_fabric.models.envelope.params import ANCHOR, ServiceParams

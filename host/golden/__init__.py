@@ -41,26 +41,25 @@ The hierarchy extension (contract section 5)
   workers with 32-bit output lanes, the reference a multi-level hierarchy
   must match bit for bit.
 
-The definitions live in the modules beside this one, by what they are:
-``golden_checks`` (configuration checks), ``golden_lane`` (the one-lane
-references), ``golden_gate`` (the PATTERN gate), ``golden_swar`` (the
-vectorised sign transform), ``golden_layout`` (worker-major permutation),
-``golden_encodings`` (encode and decode) and ``golden_counts`` (count
-operands, wide votes); every name is importable from here.
+The package's modules hold the definitions by what they are: ``checks``
+(configuration checks), ``lane`` (the one-lane references), ``gate`` (the
+PATTERN gate), ``swar`` (the vectorised sign transform), ``layout``
+(worker-major permutation), ``encodings`` (encode and decode) and
+``counts`` (count operands, wide votes); every public name is importable
+from here, and nothing outside the package imports the modules.
 """
 
-# _CHUNK_LINES: the tests size their inputs past it
-from neuron_fabric.host.golden_checks import _CHUNK_LINES, check_config, check_count_config
-from neuron_fabric.host.golden_counts import transform_counts, transform_wide
-from neuron_fabric.host.golden_encodings import (decode, decode_counts, encode_counts, encode_signs,
+from neuron_fabric.host.golden.checks import CHUNK_LINES, check_config, check_count_config
+from neuron_fabric.host.golden.counts import transform_counts, transform_wide
+from neuron_fabric.host.golden.encodings import (decode, decode_counts, encode_counts, encode_signs,
                                                  lines_from_ints, lines_to_ints)
-from neuron_fabric.host.golden_gate import gate_pattern, line_phase
-from neuron_fabric.host.golden_lane import transform_count_lane, transform_lane
-from neuron_fabric.host.golden_layout import to_element_major, to_worker_major
-from neuron_fabric.host.golden_swar import transform
+from neuron_fabric.host.golden.gate import gate_pattern, line_phase
+from neuron_fabric.host.golden.lane import transform_count_lane, transform_lane
+from neuron_fabric.host.golden.layout import to_element_major, to_worker_major
+from neuron_fabric.host.golden.swar import transform
 
 __all__ = [
-    "check_config", "check_count_config", "transform_lane", "transform", "gate_pattern",
+    "CHUNK_LINES", "check_config", "check_count_config", "transform_lane", "transform", "gate_pattern",
     "encode_signs", "decode", "line_phase", "lines_from_ints", "lines_to_ints",
     "to_element_major", "to_worker_major", "encode_counts",
     "transform_count_lane", "transform_counts", "decode_counts", "transform_wide",

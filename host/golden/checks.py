@@ -8,7 +8,7 @@ from neuron_fabric.contract.facts import FIELD_WIDTHS, Format, GateKind, Layout,
 from neuron_fabric.contract.regmap import count_total_max
 
 #: Lines a vectorised transform takes at a time (bounds its temporaries).
-_CHUNK_LINES = 1 << 14
+CHUNK_LINES = 1 << 14
 
 
 #: Largest MARGIN gate threshold the CFG word holds (contract section 4.4).
@@ -20,7 +20,7 @@ def check_config(workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN,
     """Raise ``ValueError`` naming the first field outside contract section 2."""
     if workers not in WORKERS_CHOICES:
         raise ValueError(f"workers must be one of {WORKERS_CHOICES}, not {workers!r}")
-    _check_fields(mode, fmt, gate_kind, period, keep)
+    check_fields(mode, fmt, gate_kind, period, keep)
     if not 0 <= threshold <= workers:
         raise ValueError(f"gate threshold T must be in 0..W={workers}, not {threshold!r}")
 
@@ -35,19 +35,19 @@ def check_count_config(operand, total, mode, fmt=Format.COUNT, gate_kind=GateKin
             or not 1 <= total <= most:
         raise ValueError(f"total must be an integer in 1..{most} for "
                          f"{Operand(operand).name}, not {total!r}")
-    _check_fields(mode, fmt, gate_kind, period, keep)
+    check_fields(mode, fmt, gate_kind, period, keep)
     if not 0 <= threshold <= min(total, _MAX_THRESHOLD):
         raise ValueError(f"gate threshold T must be in 0..min(total={total}, "
                          f"{_MAX_THRESHOLD}), not {threshold!r}")
-    _check_layout(layout)
+    check_layout(layout)
 
 
-def _check_layout(layout):
+def check_layout(layout):
     if layout not in tuple(Layout):
         raise ValueError(f"layout must be one of {[int(x) for x in Layout]}, not {layout!r}")
 
 
-def _check_fields(mode, fmt, gate_kind, period, keep):
+def check_fields(mode, fmt, gate_kind, period, keep):
     if mode not in tuple(Mode):
         raise ValueError(f"mode must be one of {[int(m) for m in Mode]}, not {mode!r}")
     if fmt not in tuple(Format):
@@ -60,7 +60,7 @@ def _check_fields(mode, fmt, gate_kind, period, keep):
         raise ValueError(f"gate keep K must be in 0..P={period}, not {keep!r}")
 
 
-def _check_lines(lines, line_bits=None):
+def check_lines(lines, line_bits=None):
     lines = np.asarray(lines)
     if lines.dtype != np.uint8 or lines.ndim != 2:
         raise ValueError(f"lines must be a uint8 array of shape (L, LINE_BYTES), "
@@ -71,14 +71,14 @@ def _check_lines(lines, line_bits=None):
     return lines
 
 
-def _check_phase(phase, period):
+def check_phase(phase, period):
     phase = np.asarray(phase)
     if np.any((phase < 0) | (phase >= period)):
         raise ValueError(f"gate phase must be in 0..P-1={period - 1}")
     return phase
 
 
-def _check_mask(gate_mask, n_lines, lanes):
+def check_mask(gate_mask, n_lines, lanes):
     mask = np.asarray(gate_mask)
     if mask.dtype != np.bool_ or mask.shape not in ((lanes,), (n_lines, lanes)):
         raise ValueError(f"gate_mask must be a bool array of shape ({lanes},) or "

@@ -7,10 +7,10 @@ import functools
 import numpy as np
 
 from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode, LINE_BITS_CHOICES
-from neuron_fabric.host.golden_checks import (_CHUNK_LINES, _check_fields, _check_lines,
-                                              _check_mask, check_count_config)
-from neuron_fabric.host.golden_encodings import _count_lanes, _count_matrix
-from neuron_fabric.host.golden_gate import _chunk_mask, _pattern_kept
+from neuron_fabric.host.golden.checks import (CHUNK_LINES, check_fields, check_lines,
+                                              check_mask, check_count_config)
+from neuron_fabric.host.golden.encodings import count_lanes, count_matrix
+from neuron_fabric.host.golden.gate import chunk_mask, pattern_kept
 
 def _count_outputs(counts, total, mode, fmt, gate_kind, threshold, kept):
     """Output lanes (``<i4``) of sign counts ``counts`` out of ``total`` votes;
@@ -48,23 +48,23 @@ def transform_counts(lines, operand, total, mode, fmt=Format.COUNT, gate_kind=Ga
         element ``j``'s 32-bit output lane at bits ``[32j, 32j + 32)`` (COUNT
         ``c'`` unsigned, MARGIN ``a'`` and SIGN ``sgn(a')`` two's complement).
     """
-    lines = _check_lines(lines)
+    lines = check_lines(lines)
     check_count_config(operand, total, mode, fmt, gate_kind, period, keep, threshold, layout)
-    n_lines, lanes = lines.shape[0], _count_lanes(lines.shape[1] * 8)
+    n_lines, lanes = lines.shape[0], count_lanes(lines.shape[1] * 8)
     kept = None
     if mode == Mode.GTERNARY and gate_kind == GateKind.PATTERN:
-        kept = _pattern_kept(gate_mask, phase, period, keep, n_lines, lanes)
+        kept = pattern_kept(gate_mask, phase, period, keep, n_lines, lanes)
     elif gate_mask is not None:
-        _check_mask(gate_mask, n_lines, lanes)
+        check_mask(gate_mask, n_lines, lanes)
     if mode in (Mode.BYPASS, Mode.IDENTITY):
         return lines.copy()
     out = np.empty((n_lines, lanes), dtype="<i4")
-    for start in range(0, n_lines, _CHUNK_LINES):
-        sl = slice(start, start + _CHUNK_LINES)
-        matrix = _count_matrix(lines[sl], operand, layout)
+    for start in range(0, n_lines, CHUNK_LINES):
+        sl = slice(start, start + CHUNK_LINES)
+        matrix = count_matrix(lines[sl], operand, layout)
         c = functools.reduce(np.add, matrix.transpose(1, 0, 2), np.zeros(matrix.shape[::2], np.int16))
         out[sl] = _count_outputs(c, total, mode, fmt, gate_kind, threshold,
-                                 None if kept is None else _chunk_mask(kept, sl))
+                                 None if kept is None else chunk_mask(kept, sl))
     return out.view(np.uint8).reshape(lines.shape)
 
 
@@ -101,16 +101,16 @@ def transform_wide(signs, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN, pe
     if mode not in (Mode.GBINARY, Mode.GTERNARY):
         raise ValueError(f"mode must be GBINARY (2) or GTERNARY (3), not {mode!r}")
     workers, n = signs.shape
-    _check_fields(mode, fmt, gate_kind, period, keep)
+    check_fields(mode, fmt, gate_kind, period, keep)
     if not 0 <= threshold <= workers:
         raise ValueError(f"gate threshold T must be in 0..{workers}, not {threshold!r}")
     if line_bits not in LINE_BITS_CHOICES:
         raise ValueError(f"line_bits must be one of {LINE_BITS_CHOICES}, not {line_bits!r}")
-    lanes = _count_lanes(line_bits)
+    lanes = count_lanes(line_bits)
     n_lines = -(-n // lanes)
     kept = None
     if mode == Mode.GTERNARY and gate_kind == GateKind.PATTERN:
-        kept = _pattern_kept(gate_mask, phase, period, keep, n_lines, lanes)
+        kept = pattern_kept(gate_mask, phase, period, keep, n_lines, lanes)
     counts = np.zeros(n_lines * lanes, dtype=np.int32)
     counts[:n] = signs.sum(axis=0, dtype=np.int32)
     out = _count_outputs(counts.reshape(n_lines, lanes), workers, mode, fmt, gate_kind,

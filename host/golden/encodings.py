@@ -6,8 +6,8 @@ import numpy as np
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, LINE_BITS_CHOICES, \
     WORKERS_CHOICES, count_geometry
-from neuron_fabric.host.golden_checks import _check_layout, _check_lines
-from neuron_fabric.host.golden_layout import _pack_rows
+from neuron_fabric.host.golden.checks import check_layout, check_lines
+from neuron_fabric.host.golden.layout import pack_rows
 
 def encode_signs(grads, line_bits, layout=Layout.ELEMENT_MAJOR):
     """Pack worker gradients ``(W, N)`` into sign lines of ``layout``.
@@ -24,13 +24,13 @@ def encode_signs(grads, line_bits, layout=Layout.ELEMENT_MAJOR):
         raise ValueError(f"W = grads.shape[0] must be one of {WORKERS_CHOICES}, not {workers}")
     if line_bits not in LINE_BITS_CHOICES:
         raise ValueError(f"line_bits must be one of {LINE_BITS_CHOICES}, not {line_bits!r}")
-    _check_layout(layout)
+    check_layout(layout)
     lanes = line_bits // workers
     n_lines = -(-n // lanes)
     if layout == Layout.WORKER_MAJOR:
         signs = np.zeros((workers, n_lines * lanes), dtype=bool)
         signs[:, :n] = grads > 0
-        return _pack_rows(signs.reshape(workers, n_lines, lanes).transpose(1, 0, 2))
+        return pack_rows(signs.reshape(workers, n_lines, lanes).transpose(1, 0, 2))
     # One lane per element, built by OR-ing in one worker's sign at a time:
     # bit k of lane i is worker k's sign (several times faster than a
     # transpose and packbits over the (N, W) bit matrix).
@@ -50,7 +50,7 @@ def decode(lines, workers, fmt, n=None):
     The result is a flat ``int16`` array of ``n`` elements (all lanes when
     ``n`` is None).
     """
-    lines = _check_lines(lines)
+    lines = check_lines(lines)
     if workers not in WORKERS_CHOICES:
         raise ValueError(f"workers must be one of {WORKERS_CHOICES}, not {workers!r}")
     if fmt not in tuple(Format):
@@ -75,12 +75,12 @@ def _nibbles(lines):
     return out
 
 
-def _count_lanes(line_bits):
+def count_lanes(line_bits):
     """E_c, the count lanes (elements) of a line."""
     return line_bits // COUNT_LANE_BITS
 
 
-def _count_matrix(lines, operand, layout):
+def count_matrix(lines, operand, layout):
     """The partial counts ``lines`` hold: uint8, shape (L, N, E_c), entry
     ``[l, k, j]`` contributor ``k``'s count for element ``j`` of line ``l``."""
     bits, contributors = count_geometry(operand)
@@ -118,9 +118,9 @@ def encode_counts(counts, line_bits, operand, layout=Layout.ELEMENT_MAJOR):
                          f"not {counts[bad][0]}")
     if line_bits not in LINE_BITS_CHOICES:
         raise ValueError(f"line_bits must be one of {LINE_BITS_CHOICES}, not {line_bits!r}")
-    _check_layout(layout)
+    check_layout(layout)
     used, n = counts.shape
-    lanes = _count_lanes(line_bits)
+    lanes = count_lanes(line_bits)
     n_lines = -(-n // lanes)
     matrix = np.zeros((contributors, n_lines * lanes), dtype=np.uint8)
     matrix[:used, :n] = counts
@@ -135,7 +135,7 @@ def encode_counts(counts, line_bits, operand, layout=Layout.ELEMENT_MAJOR):
 def decode_counts(lines, fmt, n=None):
     """Decode 32-bit output lanes into one ``int32`` value per element
     (COUNT unsigned, MARGIN and SIGN signed); ``n`` elements, or all lanes."""
-    lines = _check_lines(lines)
+    lines = check_lines(lines)
     if fmt not in tuple(Format):
         raise ValueError(f"format must be one of {[int(f) for f in Format]}, not {fmt!r}")
     flat = np.ascontiguousarray(lines).view("<i4").reshape(-1).astype(np.int32)
@@ -144,7 +144,7 @@ def decode_counts(lines, fmt, n=None):
 
 def lines_to_ints(lines):
     """One Python ``int`` per line (line bit n = integer bit n)."""
-    return [int.from_bytes(row.tobytes(), "little") for row in _check_lines(lines)]
+    return [int.from_bytes(row.tobytes(), "little") for row in check_lines(lines)]
 
 
 def lines_from_ints(values, line_bits):

@@ -3,7 +3,7 @@
 
 import numpy as np
 
-from neuron_fabric.host.golden_checks import _check_mask, _check_phase
+from neuron_fabric.host.golden.checks import check_mask, check_phase
 
 def gate_pattern(lanes, period, keep, phase):
     """PATTERN gate for ``lanes`` lanes (contract section 2): lane ``i`` is kept
@@ -14,7 +14,7 @@ def gate_pattern(lanes, period, keep, phase):
     for an array of per-line phases.
     """
     rows = ((np.arange(period)[:, None] + np.arange(lanes)[None, :]) % period) < keep
-    return rows[_check_phase(phase, period)]
+    return rows[check_phase(phase, period)]
 
 
 def line_phase(line_index, lanes, period):
@@ -22,13 +22,13 @@ def line_phase(line_index, lanes, period):
     return (np.asarray(line_index) * lanes) % period
 
 
-def _pattern_kept(gate_mask, phase, period, keep, n_lines, lanes):
+def pattern_kept(gate_mask, phase, period, keep, n_lines, lanes):
     """The PATTERN gate of ``n_lines`` lines: bool, shape (E_c,) or (L, E_c)."""
     if gate_mask is not None:
-        return _check_mask(gate_mask, n_lines, lanes)
-    return gate_pattern(lanes, period, keep, np.broadcast_to(_check_phase(phase, period),
+        return check_mask(gate_mask, n_lines, lanes)
+    return gate_pattern(lanes, period, keep, np.broadcast_to(check_phase(phase, period),
                                                              (n_lines,)))
 
 
-def _chunk_mask(kept, sl):
+def chunk_mask(kept, sl):
     return kept if kept.ndim == 1 else kept[sl]

@@ -3,8 +3,8 @@ read transform (contract sections 2 and 5), for formal proofs and
 hand-worked examples."""
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, GateKind, Mode, count_geometry
-from neuron_fabric.host.golden_checks import check_config, check_count_config
-from neuron_fabric.host.golden_gate import gate_pattern
+from neuron_fabric.host.golden.checks import check_config, check_count_config
+from neuron_fabric.host.golden.gate import gate_pattern
 
 def transform_lane(lane, lane_index, workers, mode, fmt=Format.COUNT,
                    gate_kind=GateKind.PATTERN, period=3, keep=2, threshold=0,

@@ -6,9 +6,9 @@ import functools
 import numpy as np
 
 from neuron_fabric.contract.facts import WORKERS_CHOICES
-from neuron_fabric.host.golden_checks import _CHUNK_LINES, _check_lines
+from neuron_fabric.host.golden.checks import CHUNK_LINES, check_lines
 
-def _pack_rows(bits):
+def pack_rows(bits):
     """Bool bits of shape (L, ...) as lines: the trailing axes flattened in
     order are line bits 0, 1, ..."""
     return np.packbits(bits.reshape(bits.shape[0], -1), axis=1, bitorder="little")
@@ -18,8 +18,8 @@ def _transpose_bits(lines, rows, cols):
     """Each line's bits as a (rows, cols) matrix (line bit ``r*cols + c``),
     transposed: line bit ``c*rows + r`` of the result."""
     out = np.empty_like(lines)
-    for start in range(0, lines.shape[0], _CHUNK_LINES):
-        sl = slice(start, start + _CHUNK_LINES)
+    for start in range(0, lines.shape[0], CHUNK_LINES):
+        sl = slice(start, start + CHUNK_LINES)
         if rows % 8 == 0 and cols % 8 == 0:
             out[sl] = _transpose_tiles(lines[sl], rows, cols)
         elif cols == 4 and rows % 16 == 0:
@@ -28,7 +28,7 @@ def _transpose_bits(lines, rows, cols):
             out[sl] = _transpose_from_quads(lines[sl], cols)
         else:
             bits = np.unpackbits(lines[sl], axis=1, bitorder="little")
-            out[sl] = _pack_rows(bits.reshape(-1, rows, cols).transpose(0, 2, 1))
+            out[sl] = pack_rows(bits.reshape(-1, rows, cols).transpose(0, 2, 1))
     return out
 
 
@@ -87,7 +87,7 @@ def _transpose_tiles(lines, rows, cols):
 
 
 def _sign_geometry(lines, workers):
-    lines = _check_lines(lines)
+    lines = check_lines(lines)
     if workers not in WORKERS_CHOICES:
         raise ValueError(f"workers must be one of {WORKERS_CHOICES}, not {workers!r}")
     return lines, lines.shape[1] * 8 // workers

@@ -6,10 +6,10 @@ import functools
 import numpy as np
 
 from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode
-from neuron_fabric.host.golden_checks import (_CHUNK_LINES, _check_layout, _check_lines,
-                                              _check_mask, _check_phase, check_config)
-from neuron_fabric.host.golden_gate import gate_pattern
-from neuron_fabric.host.golden_layout import to_element_major
+from neuron_fabric.host.golden.checks import (CHUNK_LINES, check_layout, check_lines,
+                                              check_mask, check_phase, check_config)
+from neuron_fabric.host.golden.gate import gate_pattern
+from neuron_fabric.host.golden.layout import to_element_major
 
 class _Lanes:
     """SWAR constants for W-bit lanes packed in ``uint64`` words."""
@@ -105,12 +105,12 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
     ndarray of uint8, shape (L, LINE_BYTES)
         A new array; ``lines`` is never modified.
     """
-    lines = _check_lines(lines)
+    lines = check_lines(lines)
     check_config(workers, mode, fmt, gate_kind, period, keep, threshold)
-    _check_layout(layout)
+    check_layout(layout)
     n_lines, line_bits = lines.shape[0], lines.shape[1] * 8
     if gate_mask is not None:
-        gate_mask = _check_mask(gate_mask, n_lines, line_bits // workers)
+        gate_mask = check_mask(gate_mask, n_lines, line_bits // workers)
     if mode in (Mode.BYPASS, Mode.IDENTITY):
         return lines.copy()
     if layout == Layout.WORKER_MAJOR:
@@ -123,7 +123,7 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
     gated = lanes.splat(_gated_value(workers, fmt))
     if pattern and gate_mask is None:
         # Few distinct masks: one row of words per phase, picked per line.
-        phase = np.broadcast_to(_check_phase(phase, period), (n_lines,))
+        phase = np.broadcast_to(check_phase(phase, period), (n_lines,))
         keep_words = _mask_words(gate_pattern(line_bits // workers, period, keep,
                                               np.arange(period)), workers)
     elif pattern and gate_mask.ndim == 1:
@@ -131,8 +131,8 @@ def transform(lines, workers, mode, fmt=Format.COUNT, gate_kind=GateKind.PATTERN
     if ternary and gate_kind == GateKind.MARGIN:
         # |2c - W| >= T  <=>  c >= ceil((W + T) / 2)  or  c <= floor((W - T) / 2)
         hi, lo = -(-(workers + threshold) // 2), (workers - threshold) // 2
-    for start in range(0, words.shape[0], _CHUNK_LINES):
-        sl = slice(start, start + _CHUNK_LINES)
+    for start in range(0, words.shape[0], CHUNK_LINES):
+        sl = slice(start, start + CHUNK_LINES)
         c = lanes.popcount(words[sl])
         value = _kept_values(lanes, c, fmt)
         if pattern and gate_mask is None:

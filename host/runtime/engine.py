@@ -18,7 +18,7 @@ async def check_device(driver):
                          f"the driver expects LINE_BITS={p.line_bits}, W={p.workers}")
 
 
-def _direction(values, fmt, total):
+def direction(values, fmt, total):
     """Update direction in [-1, 1] from output values of ``total`` votes:
     SIGN as it is, MARGIN ``a' / total``, COUNT ``(2 c' - total) / total``."""
     if fmt == Format.SIGN:
@@ -28,16 +28,16 @@ def _direction(values, fmt, total):
     return (2 * values.astype(np.float32) - total) / np.float32(total)
 
 
-def _check_policy(policy, port, driver):
+def check_policy(policy, port, driver):
     """``policy.check`` for the driver's device; a worker-major policy also
     needs the ``hierarchy`` feature and a port that writes partial lines."""
     params = driver.params
     policy.check(params.workers, params.line_bits)
     if policy.low_bit and policy.layout == Layout.WORKER_MAJOR:
-        _check_worker_major(port, driver)
+        check_worker_major(port, driver)
 
 
-def _check_worker_major(port, driver):
+def check_worker_major(port, driver):
     if not driver.profile.has("hierarchy"):
         raise ValueError(f"worker-major writes need a build with the hierarchy feature; "
                          f"profile {driver.profile.name!r} has none")
@@ -69,7 +69,7 @@ async def write_worker_major(port, addr, lines, segments, writers=None):
     return writers * n_lines * size, writers * n_lines
 
 
-async def _write_signs(port, addr, lines, workers, layout):
+async def write_signs(port, addr, lines, workers, layout):
     """Sign lines by MemWr (element-major) or per worker (worker-major):
     ``(bytes written, write requests)``."""
     if layout == Layout.WORKER_MAJOR:

@@ -8,7 +8,7 @@ from neuron_fabric.host import encoding as _encoding
 from neuron_fabric.host import golden
 
 #: Bytes of one FP32 element.
-_FP32_BYTES = 4
+FP32_BYTES = 4
 
 
 

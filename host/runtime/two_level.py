@@ -13,9 +13,9 @@ import numpy as np
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, Mode, Operand, count_geometry
 from neuron_fabric.host import golden
-from neuron_fabric.host.runtime_groups import _FP32_BYTES, GroupPolicy, GroupTraffic, GroupWindow
-from neuron_fabric.host.runtime_port import (_check_policy, _check_worker_major, _direction,
-                                             _write_signs, check_device, write_worker_major)
+from neuron_fabric.host.runtime.engine import (check_device, check_policy, check_worker_major,
+                                               direction, write_signs, write_worker_major)
+from neuron_fabric.host.runtime.policy import FP32_BYTES, GroupPolicy, GroupTraffic, GroupWindow
 from neuron_fabric.models.traffic import packed_lines
 
 
@@ -95,9 +95,9 @@ class TwoLevelRuntime:
         operand = _level2_operand(operand, len(level1), p1.workers, policy, level2[1])
         signs = GroupPolicy(Mode.GBINARY, Format.COUNT, layout=policy.layout)
         for port, driver in level1:
-            _check_policy(signs, port, driver)
+            check_policy(signs, port, driver)
         if policy.layout == Layout.WORKER_MAJOR:
-            _check_worker_major(*level2)
+            check_worker_major(*level2)
         n = int(elements)
         p2 = level2[1].params
         windows = (GroupWindow("level1", n, base1, packed_lines(n, p1.line_bits, p1.workers),
@@ -146,7 +146,7 @@ class TwoLevelRuntime:
         for i, (port, driver) in enumerate(self._level1):
             lines = golden.encode_signs(g[i * workers:(i + 1) * workers],
                                         driver.params.line_bits, layout)
-            moved, requests = await _write_signs(port, w1.base, lines, workers, layout)
+            moved, requests = await write_signs(port, w1.base, lines, workers, layout)
             up, writes = up + moved, writes + requests
             resp = await port.read_lines(w1.base, w1.lines)
             counts[i] = golden.decode(resp, workers, Format.COUNT, n)
@@ -169,7 +169,7 @@ class TwoLevelRuntime:
         """One step: the update direction in [-1, 1] (float32, ``(n,)``) of the
         level-2 read, as :class:`GradientRuntime` decodes it with ``total``
         votes."""
-        return _direction(await self.aggregate(grads), self.policy.format, self.total)
+        return direction(await self.aggregate(grads), self.policy.format, self.total)
 
     def traffic(self):
         """``{"level1", "level2", "total"}`` -> :class:`GroupTraffic` (copies).
@@ -182,8 +182,8 @@ class TwoLevelRuntime:
         total += out["level1"]
         total += out["level2"]
         total.steps = out["level1"].steps
-        total.fp32_up = total.steps * self.total * self.elements * _FP32_BYTES
-        total.fp32_down = total.steps * self.elements * _FP32_BYTES
+        total.fp32_up = total.steps * self.total * self.elements * FP32_BYTES
+        total.fp32_down = total.steps * self.elements * FP32_BYTES
         out["total"] = total
         return out
 

@@ -2,7 +2,7 @@
 the interface contract (docs/contract.md) alone.
 
 They share plumbing only, never the project's own models: no module here
-imports ``host/golden.py``, ``contract/facts.py`` or ``contract/regmap.py``;
+imports ``host/golden/``, ``contract/facts.py`` or ``contract/regmap.py``;
 the contract's constants they need are deliberate clean-room copies, so a
 mistake in the project's models cannot hide a departure of the design.
 

@@ -27,7 +27,7 @@ from neuron_fabric.sim.toolchain import bench_params, build_bench, file_lock, ru
 CONF_BUILD = BUILD / "conformance"
 
 # ---------------------------------------------------------------- contract 2 ----
-# Deliberate clean-room copy of contract section 2, independent of host/golden.py
+# Deliberate clean-room copy of contract section 2, independent of host/golden/
 # (the conformance benches check the design against the contract alone).
 
 MODE_BYPASS, MODE_IDENTITY, MODE_GBINARY, MODE_GTERNARY = 0, 1, 2, 3

@@ -45,7 +45,7 @@ conformance_test = spec_test(_configure)
 
 
 # contract section 2's PATTERN gate (deliberate clean-room copy, independent of
-# host/golden.py's gate_pattern).
+# host/golden/'s gate_pattern).
 def pattern_mask(period, keep, phase):
     """contract section 2's PATTERN gate as a mask: bit i is m of lane i,
     n = (phase + i) mod P, m = 0 iff n >= K."""

@@ -10,9 +10,10 @@ import pytest
 
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device, PoisonError, Response
-from neuron_fabric.host.driver import BusError, Driver
-from neuron_fabric.contract.facts import (DRS_MEMDATA, NDR_CMP, Format, GateKind, Mode, ReqOpcode,
-                                          RwdOpcode, TopParams)
+from neuron_fabric.host.driver import BusError, CfgError, Driver
+from neuron_fabric.host.golden.packed import pack_view
+from neuron_fabric.contract.facts import (DRS_MEMDATA, FEATURES, NDR_CMP, Format, GateKind, Layout, Mode,
+                                          Operand, Profile, ReqOpcode, RwdOpcode, TopParams, view_beats)
 from neuron_fabric.contract.regmap import (STATUS_BITS, VERSION_MAJOR, VERSION_MINOR, RegisterMap,
                                            cfg_encode)
 
@@ -475,3 +476,126 @@ def test_bad_input(call, error, words):
     with pytest.raises(error, match=words):
         call(dev)
     assert run(dev.read(0x014)) == (0, True), "bad input reached the model's state"
+
+
+# -- the packed view (contract section 6) -------------------------------------------------
+
+VIEW_BUILD = Profile("full-view", frozenset(FEATURES))
+
+
+def view_words(r):
+    base = 0x100 + 0x20 * r
+    return {"VIEW": base + 0x14, "SOURCE_LO": base + 0x18, "SOURCE_HI": base + 0x1C}
+
+
+def test_view_registers_exist_only_with_the_feature():
+    dev = Device(SMALL)
+    assert write(dev, view_words(0)["VIEW"], 1) is False, "the full profile maps no view yet"
+    paper = Device(TopParams(line_bits=64, workers=4, regions=2, profile="paper"))
+    assert write(paper, view_words(1)["SOURCE_LO"], 0x1000) is False
+    dev = Device(SMALL, profile=VIEW_BUILD)
+    words = view_words(1)
+    assert write(dev, words["SOURCE_LO"], 0x1234_5FFF)
+    assert read(dev, words["SOURCE_LO"]) == (0x1234_5000, True), "bits [11:0] are no field"
+    assert write(dev, words["SOURCE_HI"], 0xFFFF_FFFF)
+    assert read(dev, words["SOURCE_HI"]) == (0xF_FFFF, True)
+
+
+def test_view_refusals():
+    dev = Device(SMALL, profile=VIEW_BUILD)
+    cfg, view = region_words(0)["CFG"], view_words(0)["VIEW"]
+    # reset: mode BYPASS, so VIEW cannot be set
+    assert write(dev, view, 1) is False
+    assert read(dev, 0x014)[0] & STATUS["bad_csr"]
+    assert write(dev, cfg, cfg_encode(Mode.GBINARY, Format.COUNT))
+    assert write(dev, view, 1)
+    # a view's mode cannot become BYPASS or IDENTITY (byte 0 holds the mode)
+    for mode in (Mode.BYPASS, Mode.IDENTITY):
+        assert write(dev, cfg, cfg_encode(mode)) is False
+        assert write(dev, cfg, int(mode), strb=0x1) is False
+    assert write(dev, cfg, cfg_encode(Mode.GTERNARY, Format.MARGIN, GateKind.MARGIN, 3, 2, 2))
+    assert write(dev, view, 0) and write(dev, cfg, cfg_encode(Mode.BYPASS))
+    assert counters(dev)["errors"] == 5
+
+
+def program_view(dev, r, base_line, limit_line, source, cfg):
+    """Region ``r`` as a view of the source window at byte ``source``, raw writes."""
+    words = view_words(r)
+    assert write(dev, region_words(r)["CFG"], cfg)
+    assert write(dev, words["SOURCE_LO"], source & 0xFFFF_FFFF)
+    assert write(dev, words["SOURCE_HI"], source >> 32)
+    assert write(dev, words["VIEW"], 1)
+    set_region(dev, r, base_line, limit_line, cfg)
+
+
+def test_view_read_by_hand():
+    # 64-bit lines, W 4: B = 2 source lines a view line of 32 elements.  Source
+    # lines 2 and 3 (view line 1): lanes 0xF (+1), 0x0 (-1), 0x3 (tie 0), 0x7 (+1) ...
+    params = TopParams(line_bits=64, workers=4, regions=2)
+    dev = Device(params, profile=VIEW_BUILD)
+    program_view(dev, 1, 100, 110, 0x1000, cfg_encode(Mode.GBINARY, Format.COUNT))
+    src = np.zeros((4, 8), np.uint8)
+    src[2, 0], src[2, 1] = 0x0F, 0x73          # lanes 0xF, 0x0 | 0x3, 0x7
+    src[3, :] = 0xFF
+    dev.poke(0x1000, src)
+    response = dev.m2s_req(ReqOpcode.MEM_RD, 101 * 8, 9)
+    # byte 0: 01 | 11 << 2 | 00 << 4 | 01 << 6; lanes 4..15 of line 2 read -1; line 3 +1
+    assert response == Response("drs", DRS_MEMDATA, 9,
+                                bytes([0x4D, 0xFF, 0xFF, 0xFF, 0x55, 0x55, 0x55, 0x55]))
+    assert counters(dev)["gbinary_reads"] == 1
+    # the source lines read through no view are lanes as before (DEFAULT_CFG: BYPASS)
+    assert dev.m2s_req(ReqOpcode.MEM_RD, 0x1000 + 2 * 8, 1).data == src[2].tobytes()
+
+
+@pytest.mark.parametrize("operand", [Operand.SIGNS, Operand.COUNTS4])
+def test_view_reads_are_the_golden_view(operand):
+    rng = np.random.default_rng(3)
+    params = TopParams(line_bits=128, workers=8, regions=2)
+    dev = Device(params, profile=VIEW_BUILD)
+    lb = params.line_bytes
+    counts = dict(operand=operand, total=64) if operand else {}
+    cfg = cfg_encode(Mode.GTERNARY, Format.SIGN, GateKind.PATTERN, 7, 4, layout=Layout.WORKER_MAJOR,
+                     **counts)
+    program_view(dev, 0, 40, 60, 0x2_0000_0000, cfg)
+    beats = view_beats(params.line_bits, params.workers, operand)
+    src = rng.integers(0, 256, (20 * beats, lb), dtype=np.uint8)
+    if operand:
+        src &= 0x33
+    dev.poke(0x2_0000_0000, src)
+    dev.faults.read_lines.add(0x2_0000_0000 // lb + 5 * beats + 1)
+    with pytest.raises(PoisonError) as err:
+        run(dev.read_lines(40 * lb, 20))
+    want = pack_view(src, params.workers, Mode.GTERNARY, GateKind.PATTERN, 7, 4,
+                     layout=Layout.WORKER_MAJOR, **counts)
+    assert err.value.addrs == [45 * lb]
+    good = [k for k in range(20) if k != 5]
+    assert np.array_equal(err.value.data[good], want[good])
+    assert read(dev, 0x014)[0] & STATUS["rd_err"]
+    assert counters(dev)["gternary_reads"] == 20 and counters(dev)["errors"] == 1
+
+
+def test_driver_programs_a_view():
+    async def session():
+        params = TopParams(line_bits=64, workers=8, regions=2)
+        dev = Device(params, profile=VIEW_BUILD)
+        nf = Driver(dev, params, profile=VIEW_BUILD)
+        with pytest.raises(ValueError, match="aligned"):
+            await nf.set_view(0, base=0, limit=0x400, source=0x1040, mode=Mode.GBINARY)
+        with pytest.raises(CfgError, match="G-Binary or G-Ternary"):
+            await nf.set_view(0, base=0, limit=0x400, source=0x1000, mode=Mode.IDENTITY)
+        await nf.set_view(0, base=0x800, limit=0xC00, source=0x1_0000_3000, mode=Mode.GBINARY)
+        region = await nf.region(0)
+        assert (region["view"], region["source"], region["mode"], region["enable"]) == \
+            (1, 0x1_0000_3000, Mode.GBINARY, 1)
+        src = np.full((4, 8), 0xF0, np.uint8)        # every lane a tie: 0
+        src[1] = 0xFF                                  # +1
+        dev.poke(0x1_0000_3000 + 4 * 8, src)          # view line 1
+        assert (await dev.read_lines(0x808, 1)).tolist() == [[0, 0, 0x55, 0x55, 0, 0, 0, 0]]
+        await nf.set_region(0, base=0x800, limit=0xC00, mode=Mode.BYPASS)
+        assert (await nf.region(0))["view"] == 0
+        await nf.clear_region(0)
+        assert (await nf.region(0))["source"] == 0
+        assert (await nf.counters())["errors"] == 0
+        with pytest.raises(ValueError, match="no packed view"):
+            await Driver(dev, params).set_view(0, base=0, limit=64, source=0, mode=Mode.GBINARY)
+    run(session())

@@ -184,7 +184,7 @@ def test_transform_takes_the_cores_mask(workers, line_bits):
 def test_per_line_masks_across_chunks():
     # More lines than one chunk of the vectorised form: each keeps its own mask.
     rng = np.random.default_rng(5)
-    n = golden._CHUNK_LINES + 7
+    n = golden.CHUNK_LINES + 7
     lines = rng.integers(0, 256, (n, 8), dtype=np.uint8)
     phases = rng.integers(0, 3, n)
     by_mask = golden.transform(lines, 4, Mode.GTERNARY,

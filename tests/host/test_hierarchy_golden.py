@@ -160,7 +160,7 @@ def test_permutation_moves_each_bit_by_the_formula(workers, line_bits):
 
 def test_permutation_across_chunks():
     rng = np.random.default_rng(3)
-    em = rng.integers(0, 256, (golden._CHUNK_LINES + 5, 64), dtype=np.uint8)
+    em = rng.integers(0, 256, (golden.CHUNK_LINES + 5, 64), dtype=np.uint8)
     wm = golden.to_worker_major(em, 8)
     assert np.array_equal(golden.to_element_major(wm, 8), em)
     last = line_int(wm, len(wm) - 1), line_int(em, len(em) - 1)
