@@ -9,7 +9,10 @@ One step (paper section 4: one batch split across W virtual workers):
 3. :meth:`GradientRuntime.step` aggregates every group (FP32 mean on the
    host, or packed signs through a :class:`~neuron_fabric.host.device.Device`);
 4. each group's direction is scaled by its learning rate (cosine-decayed
-   over the run) and fed to SGD with momentum 0.9.
+   over the run) and fed to SGD with momentum 0.9; a group the policy
+   updates scale-free (:attr:`.policies.Policy.scale_free`) goes through
+   Adam instead, its rate applied to Adam's normalised step, so that its
+   step per element is about the rate whatever the gradient's scale.
 
 Results are deterministic per seed: the data split, the initial parameters
 and the batch order all derive from it, and every computation is on the CPU.
@@ -68,10 +71,10 @@ class RunConfig:
     diag_at, diag_steps : float, int
         Table 5 cosines are averaged over ``diag_steps`` steps from
         ``diag_at * steps`` on.
-    channels, hidden, wide :
+    channels, hidden, wide, norm :
         Model size (:func:`.models.init`): convolution channels, the
         width of the features the head reads, and of the extra dense layer
-        before them (0: none).
+        before them (0: none); group normalisation before the ReLUs.
     encoding : str
         How a zero gradient becomes a bit on the low-bit paths
         (:mod:`neuron_fabric.host.encoding`: ``negative``, the contract's
@@ -95,6 +98,7 @@ class RunConfig:
     channels: tuple = models.CHANNELS
     hidden: int = models.HIDDEN
     wide: int = 0
+    norm: bool = False
     encoding: str = "negative"
     probe_at: tuple = ()
     probe_steps: int = probe.PROBE_STEPS
@@ -107,20 +111,30 @@ class RunConfig:
 
 
 @lru_cache(maxsize=None)
-def step_functions(image_shape, classes, channels=models.CHANNELS, hidden=models.HIDDEN, wide=0):
-    """Jitted functions of one model size, compiled once per process.
+def step_functions(image_shape, classes, channels=models.CHANNELS, hidden=models.HIDDEN, wide=0,
+                   norm=False, scale_free=()):
+    """Jitted functions of one model size and of the groups updated
+    scale-free (``scale_free``: Adam, the rate applied after it), compiled
+    once per process.
 
     Returns
     -------
     worker_grads : (params, xw, yw) -> (mean loss, {group: (W, n) gradients})
         ``xw``, ``yw``: a leading worker axis over the worker batches.
     update : (params, state, {group: direction}, {group: lr}) -> (params, state)
-        SGD with momentum on the directions scaled by their group's rate.
+        SGD with momentum on the directions scaled by their group's rate
+        (a ``scale_free`` group: Adam's step on the direction, times the rate).
     init : params -> optimiser state
     """
-    params = models.init(0, image_shape, classes, channels, hidden, wide)
+    params = models.init(0, image_shape, classes, channels, hidden, wide, norm)
     flat = models.Flattener(params)
-    opt = optax.sgd(1.0, momentum=MOMENTUM)
+    unknown = set(scale_free) - set(GROUPS)
+    if unknown:
+        raise ValueError(f"scale_free names no group: {sorted(unknown)}; groups are {GROUPS}")
+    opt = optax.multi_transform(
+        {"sgd": optax.sgd(1.0, momentum=MOMENTUM), "adam": optax.adam(1.0)},
+        lambda tree: {g: jax.tree_util.tree_map(
+            lambda _: "adam" if g in scale_free else "sgd", tree[g]) for g in tree})
 
     @jax.jit
     def worker_grads(params, xw, yw):
@@ -131,8 +145,11 @@ def step_functions(image_shape, classes, channels=models.CHANNELS, hidden=models
 
     @jax.jit
     def update(params, state, directions, lrs):
-        scaled = flat.unflatten({g: directions[g] * lrs[g] for g in GROUPS})
+        scaled = flat.unflatten({g: directions[g] * (1.0 if g in scale_free else lrs[g])
+                                 for g in GROUPS})
         updates, state = opt.update(scaled, state, params)
+        updates = {g: jax.tree_util.tree_map(lambda u: u * lrs[g], updates[g])
+                   if g in scale_free else updates[g] for g in GROUPS}
         return optax.apply_updates(params, updates), state
 
     return worker_grads, update, jax.jit(opt.init)
@@ -181,8 +198,9 @@ async def _run(cfg, progress, keep_params):
     missing = set(GROUPS) - set(cfg.lr)
     if missing:
         raise ValueError(f"lr must give a rate for every group; missing {sorted(missing)}")
-    model = (tuple(cfg.channels), cfg.hidden, cfg.wide)
-    worker_grads, update, opt_init = step_functions(task.image_shape, task.classes, *model)
+    model = (tuple(cfg.channels), cfg.hidden, cfg.wide, cfg.norm)
+    worker_grads, update, opt_init = step_functions(task.image_shape, task.classes, *model,
+                                                    scale_free=policy.scale_free)
     params = models.init(cfg.seed, task.image_shape, task.classes, *model)
     state = opt_init(params)
     dev = Device(TopParams(workers=cfg.workers))

@@ -25,6 +25,10 @@ value per task, aggregation and encoding of a zero on the validation split
 own, ``gbinary@abstain``).  A split policy (one group low-bit, the other
 FP32) uses for each group the rate of its aggregation; the section 7
 ablation (``...@low-bit-lr``) gives the FP32 head the low-bit rate instead.
+Under SGD an FP32 head at a sign rate (1e-4 on gradients of about 1e-2)
+barely moves, so the ablation also runs scale-free
+(``...@low-bit-lr+adam``): the FP32 head's mean through Adam, its step per
+element about the low-bit rate, as a sign step's is.
 
 Where the low-bit rate is chosen: on most tasks, on the aggregation applied
 to every group.  On a task of :data:`SPLIT_TUNED` it is chosen on the split
@@ -143,11 +147,13 @@ def rate_key(aggregation, encoding=ENCODINGS[0]):
 class Policy:
     """A named choice of aggregation per parameter group; ``lr_from`` names,
     for some groups, the aggregation whose tuned rate the group takes
-    instead of its own (the section 7 ablation)."""
+    instead of its own (the section 7 ablation); ``scale_free``, the groups
+    updated by Adam instead of SGD with momentum (:mod:`.harness`)."""
     name: str
     label: str
     groups: dict
     lr_from: dict = None
+    scale_free: tuple = ()
 
     def rate_aggregation(self, group):
         """The aggregation whose tuned learning rate ``group`` uses."""
@@ -184,9 +190,10 @@ def _split(backbone, head, label):
                   {"backbone": backbone, "head": head})
 
 
-def _ablation(backbone, label):
-    return Policy(f"{backbone}-backbone+fp32-head@low-bit-lr", label,
-                  {"backbone": backbone, "head": "fp32"}, {"head": backbone})
+def _ablation(backbone, label, scale_free=False):
+    return Policy(f"{backbone}-backbone+fp32-head@low-bit-lr" + ("+adam" if scale_free else ""),
+                  label, {"backbone": backbone, "head": "fp32"}, {"head": backbone},
+                  ("head",) if scale_free else ())
 
 
 POLICIES = {p.name: p for p in (
@@ -203,6 +210,8 @@ POLICIES = {p.name: p for p in (
     _split("fp32", "gternary", "FP32 backbone + G-Ternary head"),
     _ablation("gbinary", "G-Binary backbone + FP32 head at the low-bit rate"),
     _ablation("gternary", "G-Ternary backbone + FP32 head at the low-bit rate"),
+    _ablation("gbinary", "G-Binary backbone + FP32 head at the low-bit rate, Adam", True),
+    _ablation("gternary", "G-Ternary backbone + FP32 head at the low-bit rate, Adam", True),
 )}
 
 

@@ -64,6 +64,49 @@ def test_every_policy_names_known_aggregations():
     assert policies.cosine([0, 0], [1, 1]) == 0.0
 
 
+def test_group_norm_against_numpy():
+    # Each example's features in NORM_GROUPS groups, each group over every
+    # position to mean 0 and variance 1, then scale and shift per channel.
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 4, 5, 8)).astype(np.float32) * 3 + 1
+    scale, shift = rng.random(8).astype(np.float32), rng.random(8).astype(np.float32)
+    groups = models.NORM_GROUPS
+    want = np.empty_like(x)
+    for n in range(3):
+        for k in range(groups):
+            c = slice(k * 8 // groups, (k + 1) * 8 // groups)
+            v = x[n, :, :, c]
+            want[n, :, :, c] = (v - v.mean()) / np.sqrt(v.var() + 1e-5)
+    want = want * scale + shift
+    np.testing.assert_allclose(models._group_norm(x, scale, shift), want, atol=1e-5)
+
+
+def test_the_norm_regime_head_is_resnet18s_share():
+    params = models.init(0, (8, 16), 100, **models.NORM_REGIME)
+    sizes = models.group_sizes(params)
+    assert sizes["head"] == 24 * 100 + 100
+    assert 0.0044 < sizes["head"] / sum(sizes.values()) < 0.0048     # ResNet-18: 0.46%
+    assert {"conv1_scale", "conv2_shift", "wide_scale"} <= set(params["backbone"])
+
+
+def test_a_scale_free_group_steps_by_its_rate_whatever_the_gradient_scale():
+    # Adam's first step is -lr * g / (|g| + eps): -lr * sgn(g) for |g| >> eps,
+    # so a head gradient of 1e-2 moves each weight by the rate, as a sign
+    # step does; the SGD backbone moves by lr * g.
+    worker_grads, update, init = harness.step_functions((8, 8), 10, scale_free=("head",))
+    params = models.init(0, (8, 8), 10)
+    flat = models.Flattener(params)
+    sizes = models.group_sizes(params)
+    rng = np.random.default_rng(8)
+    d = {g: (rng.choice([-1.0, 1.0], sizes[g]) * 1e-2).astype(np.float32) for g in models.GROUPS}
+    new, _ = update(params, init(params), d, {"backbone": np.float32(0.5), "head": np.float32(1e-3)})
+    moved = {g: flat.flatten(new)[g] - flat.flatten(params)[g] for g in models.GROUPS}
+    np.testing.assert_allclose(moved["head"], -1e-3 * np.sign(d["head"]), rtol=1e-4)
+    np.testing.assert_allclose(moved["backbone"], -0.5 * d["backbone"], rtol=1e-4, atol=1e-9)
+    with pytest.raises(ValueError, match="scale_free names no group"):
+        harness.step_functions((8, 8), 10, scale_free=("tail",))
+
+
 # -- G-Binary is MajoritySignSGD -------------------------------------------------------------
 
 def majority_sign_sgd(cfg):
