@@ -17,6 +17,7 @@ from dataclasses import field as dc_field
 from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import (
     CXL_ADDR_BITS,
+    FEATURES,
     Format,
     GateKind,
     Layout,
@@ -32,13 +33,14 @@ __all__ = [
     "Field", "Register", "RegisterMap", "CFG_FIELDS", "HIERARCHY_CFG_FIELDS", "STATUS_BITS",
     "COUNTERS", "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "CfgError",
     "cfg_encode", "cfg_decode", "cfg_check", "count_total_max", "markdown",
+    "CAPS2_PROFILE", "caps2_fields", "caps2_value",
     "VIEW_FIELDS", "SOURCE_ALIGN_BITS", "view_check",
 ]
 
 #: Value of the ID register: ASCII "NFAB".
 ID_VALUE = 0x4E464142
 VERSION_MAJOR = 2
-VERSION_MINOR = 1
+VERSION_MINOR = 2
 
 DATA_BITS = 32
 ADDR_BITS = 12
@@ -143,6 +145,29 @@ class Register:
         raise KeyError(f"register {self.name} has no field {name!r}")
 
 
+#: CAPS2's field holding the build's profile: its index in
+#: :data:`~.facts.PROFILES` (0 full, 1 paper).
+CAPS2_PROFILE = Field("profile", 24, 8, "profile: " + ", ".join(
+    f"{k} {name}" for k, name in enumerate(PROFILES)))
+
+
+def caps2_fields():
+    """CAPS2's fields: bit k is the k-th feature of :data:`~.facts.FEATURES`
+    (1 = the build has it), in their order, so that a feature added there
+    takes the next bit; then the profile (:data:`CAPS2_PROFILE`)."""
+    if len(FEATURES) > CAPS2_PROFILE.lsb:
+        raise ValueError(f"CAPS2 holds {CAPS2_PROFILE.lsb} feature bits, not {len(FEATURES)}")
+    return tuple(Field(name, k, 1, doc) for k, (name, doc) in enumerate(FEATURES.items())) + \
+        (CAPS2_PROFILE,)
+
+
+def caps2_value(profile):
+    """CAPS2 of a build of ``profile`` (a name of :data:`~.facts.PROFILES`)."""
+    features = PROFILES[profile].features
+    return (sum(1 << k for k, name in enumerate(FEATURES) if name in features)
+            | CAPS2_PROFILE.put(0, list(PROFILES).index(profile)))
+
+
 def _addr_fields(half, what, low=0):
     if half == "lo":
         return (Field("addr", low, 32 - low, f"{what} address bits [31:{low}]"),)
@@ -177,6 +202,9 @@ class RegisterMap:
             Register("CAPS1", 0x00C, "RO", "const", "build parameters",
                      (Field("regions", 0, 8, "REGIONS"), Field("max_outstanding", 8, 16, "MAX_OUTSTANDING")),
                      value=p.regions | (p.max_outstanding << 8)),
+            Register("CAPS2", 0x018, "RO", "const",
+                     "build features: one bit per optional feature, and the profile",
+                     caps2_fields(), value=caps2_value(p.profile)),
             Register("DEFAULT_CFG", 0x010, "RW", "cfg",
                      "configuration of reads outside every enabled region (enable bit reads 0)",
                      CFG_FIELDS),
@@ -355,7 +383,8 @@ def markdown(params=None):
         out += [f"### {title}", "", "| bits | field | reset | description |", "|---|---|---|---|"]
         for f in reg.fields:
             reset = f.reset if reg.kind != "const" else f.get(reg.value)
-            out.append(f"| {_bits(f)} | {f.name} | {reset:#x} | {f.doc} |")
+            doc = f.doc.replace("|", "\\|")           # (|a| >= T: no column break)
+            out.append(f"| {_bits(f)} | {f.name} | {reset:#x} | {doc} |")
         out.append("")
     out += [
         "## Write rules",

@@ -64,6 +64,7 @@ async def test_register_reset_values(dut):
         "VERSION": (VERSION_MAJOR << 16) | VERSION_MINOR,
         "CAPS0": p.line_bits | (p.workers << 16) | (p.stages << 24),
         "CAPS1": p.regions | (p.max_outstanding << 8),
+        "CAPS2": rmap["CAPS2"].value,
         # contract 4.4: BYPASS, COUNT, PATTERN, P=3, K=2, T=0
         "DEFAULT_CFG": (3 << 8) | (2 << 12),
         "STATUS": 0,

@@ -12,6 +12,9 @@ AMASK = (1 << 52) - 1
 # contract 4.4 register map (deliberate clean-room copy: written from the contract,
 # independent of contract/regmap.py; do not share)
 ID, VERSION, CAPS0, CAPS1, DEFAULT_CFG, STATUS = 0x000, 0x004, 0x008, 0x00C, 0x010, 0x014
+# CAPS2 (v2.2): bit 4 the hierarchy feature, [31:24] the profile (0 full, 1 paper)
+CAPS2, CAPS2_HIERARCHY, CAPS2_PROFILE_SHIFT = 0x018, 1 << 4, 24
+PROFILE_FULL, PROFILE_PAPER = 0, 1
 def CNT_LO(j): return 0x080 + 8 * j
 def CNT_HI(j): return 0x084 + 8 * j
 def R_CFG(r): return 0x100 + 0x20 * r

@@ -9,7 +9,9 @@ from cocotbext.axi import AxiResp
 
 from neuron_fabric.sim.conformance.top_bench import (CsrModel, conformance_test, expect_error_count,
                                                      expect_refused, rand_line, report, run, setup)
-from neuron_fabric.sim.conformance.top_contract import (CAPS0, CAPS1, CFG_DEFAULT_RESET, CNT_ERRORS,
+from neuron_fabric.sim.conformance.top_contract import (CAPS0, CAPS1, CAPS2, CAPS2_HIERARCHY,
+                                                        CAPS2_PROFILE_SHIFT, PROFILE_FULL,
+                                                        PROFILE_PAPER, CFG_DEFAULT_RESET, CNT_ERRORS,
                                                         CNT_HI, CNT_LO, CNT_WRITES, DEFAULT_CFG, ID,
                                                         REQ_MEMRD, REQ_MEMRDDATA, RWD_MEMWR,
                                                         RWD_MEMWRPTL, R_BASE_HI, R_BASE_LO, R_CFG,
@@ -36,6 +38,11 @@ async def csr_reset_values(dut):
         errs.append(f"VERSION: RRESP {r}")
     await expect(CAPS0, run.LINE_BITS | run.W << 16 | run.STAGES << 24, "CAPS0")
     await expect(CAPS1, run.REGIONS | run.MAX_OUT << 8, "CAPS1")
+    # the benches build the full profile with the hierarchy extension, and
+    # the paper profile without it
+    await expect(CAPS2, (CAPS2_HIERARCHY if run.HIERARCHY else 0) |
+                 (PROFILE_FULL if run.HIERARCHY else PROFILE_PAPER) << CAPS2_PROFILE_SHIFT,
+                 "CAPS2", mask=CAPS2_HIERARCHY | 0xFF << CAPS2_PROFILE_SHIFT)
     await expect(DEFAULT_CFG, CFG_DEFAULT_RESET, "DEFAULT_CFG")
     await expect(STATUS, 0, "STATUS")
     for j in range(6):
@@ -184,14 +191,14 @@ async def csr_ro_and_unmapped(dut):
     top = await setup(dut, 4)
     errs = []
     n_bad = 0
-    ro = [ID, VERSION, CAPS0, CAPS1] + [CNT_LO(j) for j in range(6)] + [CNT_HI(j) for j in range(6)]
+    ro = [ID, VERSION, CAPS0, CAPS1, CAPS2] + [CNT_LO(j) for j in range(6)] + [CNT_HI(j) for j in range(6)]
     for addr in ro:
         # counter 5 counts the rejected write itself
         counting = addr in (CNT_LO(CNT_ERRORS), CNT_HI(CNT_ERRORS))
         before = None if counting else (await top.rd(addr))[0]
         await expect_refused(top, errs, addr, 0xFFFFFFFF, f"RO {addr:#05x}", keeps=before)
         n_bad += 1
-    unmapped = [0x018, 0x01C, 0x040, 0x07C, CNT_LO(6), CNT_HI(6), 0x0FC,
+    unmapped = [0x01C, 0x040, 0x07C, CNT_LO(6), CNT_HI(6), 0x0FC,
                 0x114, 0x118, 0x11C, R_CFG(run.REGIONS), R_BASE_LO(run.REGIONS), R_LIMIT_HI(run.REGIONS),
                 0x100 + 0x20 * 16 - 4, 0x400, 0x800, 0xFFC]
     unmapped = sorted({a for a in unmapped if a < 0x1000})

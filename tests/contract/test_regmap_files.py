@@ -162,7 +162,8 @@ def test_c_program_prints_the_register_map(tmp_path, params):
             key = f"{reg['name']}.{f['name']}"
             assert (printed[f"{key}.SHIFT"], printed[f"{key}.WIDTH"], printed[f"{key}.MASK"],
                     printed[f"{key}.RESET"]) == (f["lsb"], f["width"], f["mask"], f["reset"])
-    assert len(data["registers"]) == 6 + 2 * len(COUNTERS) + 5 * params.regions
+    # ID, VERSION, CAPS0..2, DEFAULT_CFG, STATUS; the counters; five a region
+    assert len(data["registers"]) == 7 + 2 * len(COUNTERS) + 5 * params.regions
 
 
 @needs_cc
@@ -179,6 +180,10 @@ def test_header_matches_contract_section_4_4(tmp_path):
     # reset: BYPASS, COUNT, PATTERN, P = 3, K = 2, T = 0
     assert printed["DEFAULT_CFG.RESET"] == (3 << 8) | (2 << 12)
     assert printed["CAPS0.RESET"] == 512 | (8 << 16) | (5 << 24)
+    # CAPS2 (version 2.2): the full profile (0) with format_margin .. hierarchy
+    assert printed["CAPS2.OFFSET"] == 0x018
+    assert printed["CAPS2.RESET"] & 0xFF00001F == 0x1F
+    assert printed["CAPS2.hierarchy.SHIFT"] == 4 and printed["CAPS2.profile.SHIFT"] == 24
 
 
 @pytest.mark.parametrize("params", PARAM_SETS, ids=IDS)

@@ -88,7 +88,8 @@ def test_reset_values(params):
     hand = {"ID": 0x4E464142, "VERSION": VERSION_MAJOR << 16 | VERSION_MINOR,
             "DEFAULT_CFG": 0x0000_2300, "STATUS": 0,
             "CAPS0": params.line_bits | params.workers << 16 | params.stages << 24,
-            "CAPS1": params.regions | params.max_outstanding << 8}
+            "CAPS1": params.regions | params.max_outstanding << 8,
+            "CAPS2": rmap["CAPS2"].value}
     for reg in rmap.registers:
         want = hand.get(reg.name, 0x2300 if reg.name.endswith("_CFG") else 0)
         assert read(dev, reg.offset) == (want, True), reg.name

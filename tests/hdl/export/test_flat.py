@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """The top's flat ports (``hdl/export/flat.py``): the names, directions and
 widths of contract 4.1 (written out in ``conftest.py``), and the flat
-ports wired to the top's interfaces: the ID and VERSION registers read
+ports wired to the top's interfaces: the ID, VERSION and CAPS2 registers read
 through the ``s_axil_`` ports in the Amaranth simulator (contract 4.4)."""
 
 import pytest
@@ -54,7 +54,10 @@ def test_flat_top_has_the_flat_ports_and_reaches_the_control_registers():
     async def bench(ctx):
         await ctx.tick()
         assert await read(ctx, 0x000) == (0x4E464142, 0)      # ID, "NFAB"
-        assert await read(ctx, 0x004) == (0x00020001, 0)      # VERSION 2.1
+        assert await read(ctx, 0x004) == (0x00020002, 0)      # VERSION 2.2
+        # CAPS2 of the full profile: profile 0, the five features of 2.2 (bits 0..4)
+        caps2, resp = await read(ctx, 0x018)
+        assert (caps2 & 0xFF00001F, resp) == (0x0000001F, 0)
         # an unmapped offset: SLVERR, data 0
         assert await read(ctx, 0x0F0) == (0, 0b10)
 

@@ -26,7 +26,7 @@ from neuron_fabric.contract.paths import REPO
 
 def test_regmap_offsets_follow_spec():
     rmap = RegisterMap(TopParams(regions=3))
-    spec = {"ID": 0x000, "VERSION": 0x004, "CAPS0": 0x008, "CAPS1": 0x00C,
+    spec = {"ID": 0x000, "VERSION": 0x004, "CAPS0": 0x008, "CAPS1": 0x00C, "CAPS2": 0x018,
             "DEFAULT_CFG": 0x010, "STATUS": 0x014, "COUNTER0_LO": 0x080, "COUNTER0_HI": 0x084,
             "COUNTER5_LO": 0x0A8, "COUNTER5_HI": 0x0AC, "REGION0_CFG": 0x100,
             "REGION0_BASE_LO": 0x104, "REGION0_BASE_HI": 0x108, "REGION0_LIMIT_LO": 0x10C,
