@@ -144,7 +144,7 @@ train-rates: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --select-only --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
 
 hierarchy: $(STAMP)
-	$(PY) -m neuron_fabric.experiments.train.hierarchy_report --jobs $(JOBS) $(call smoke,--quick) --out $(REPORTS)
+	$(PY) -m neuron_fabric.experiments.hierarchy.report --jobs $(JOBS) $(call smoke,--quick) --out $(REPORTS)
 
 envelope: $(STAMP)
 	$(PY) -m neuron_fabric.sim.envelope $(call smoke,--quick) --out $(REPORTS)

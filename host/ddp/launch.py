@@ -7,7 +7,8 @@ group through it, runs ``target(rank, world, store, **kwargs)`` and writes
 what it returns (pickled) to a file the parent reads.  A child that raises
 returns the exception's type name and message instead.
 
-``target`` is ``"package.module:function"`` or ``"/path/to/file.py:function"``.
+``target`` is ``"package.module:function"`` or ``"/path/to/file.py:function"``
+(:func:`load_file`, which the tests also use for their helpers).
 """
 
 import argparse
@@ -22,7 +23,7 @@ import tempfile
 import time
 import traceback
 
-__all__ = ["spawn", "RankResult", "child_env", "init_from_env"]
+__all__ = ["spawn", "RankResult", "child_env", "init_from_env", "load_file"]
 
 
 class RankResult:
@@ -98,14 +99,26 @@ def spawn(target, world, kwargs=None, *, timeout_s=120.0, pg_timeout_s=30.0, gra
     return results
 
 
+def load_file(path):
+    """The Python file ``path`` as a module, loaded by its path (``sys.path``
+    untouched), once per process: a second call returns the same module."""
+    path = os.path.abspath(path)
+    name = f"_nf_file_{abs(hash(path))}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return sys.modules[name]
+
+
 def _load(target):
     where, name = target.rsplit(":", 1)
-    if where.endswith(".py"):
-        spec = importlib.util.spec_from_file_location(f"_nf_target_{abs(hash(where))}", where)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(where)
+    module = load_file(where) if where.endswith(".py") else importlib.import_module(where)
     return getattr(module, name)
 
 

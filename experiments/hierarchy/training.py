@@ -2,8 +2,8 @@
 controllers of 8 workers, one hop of fan-in 8 (:class:`MultiHopTree` (8, 8, 1)).
 
 Each step the 64 workers' gradients (``jax.vmap(jax.value_and_grad(loss))``,
-:func:`.harness.step_functions`) are aggregated by one scheme on both
-parameter groups, concatenated:
+:func:`neuron_fabric.experiments.train.harness.step_functions`) are
+aggregated by one scheme on both parameter groups, concatenated:
 
 =================  =======================================================================
 scheme             direction
@@ -29,8 +29,8 @@ scheme             direction
 =================  =======================================================================
 
 The update is SGD with momentum 0.9 and a cosine-decayed rate, as in
-:mod:`.harness`.  The rate is chosen per task and scheme on the validation
-split (seed 0, best final validation accuracy, the test split never looked
+:mod:`neuron_fabric.experiments.train.harness`.  The rate is chosen per
+task and scheme on the validation split (seed 0, best final validation accuracy, the test split never looked
 at).  By default the workers share the harness's global batch: 2 examples
 per worker and step, 128 a step (``batch``).  This loop does not go through the device model (a
 device serves at most 16 workers); the exact scheme runs through the
@@ -95,7 +95,7 @@ def scheme_bits(scheme):
 @dataclass(frozen=True)
 class HopRun:
     """One run: ``task``, ``scheme`` (:data:`TRAIN_SCHEMES`), ``lr``, ``seed``;
-    ``steps`` (task default of :mod:`.harness` when None), ``batch``
+    ``steps`` (task default of :mod:`neuron_fabric.experiments.train.harness` when None), ``batch``
     examples per worker and step, ``evals`` accuracy evaluations, and the
     step from which ``diag_steps`` steps' cosines to the FP32 mean are
     averaged (``diag_at`` of the run)."""

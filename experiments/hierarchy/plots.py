@@ -1,11 +1,11 @@
 """``hierarchy_*.png``: the multi-hop report's plots (``make hierarchy``, see
-:mod:`.hierarchy_report`)."""
+:mod:`.report`)."""
 
 import numpy as np
 
 from neuron_fabric.experiments.plotting import pyplot, save
-from neuron_fabric.experiments.train.hierarchy_tables import (_SCHEME_LABEL, _hop_total, _scheme,
-                                                              _timed)
+from neuron_fabric.experiments.hierarchy.tables import (SCHEME_LABEL, hop_total, scheme_label,
+                                                        timed_label)
 from neuron_fabric.host import hierarchy as hy
 
 
@@ -24,17 +24,17 @@ def _bits_plot(plt, out, sweep, training):
         rows = [r for r in sweep[source] if (r["workers"], r["fanin"], r["hops"]) == (8, 8, 1)]
         for i, (scheme, rounding) in enumerate([(s, r) for s in ("dq-sign", "dq-grad")
                                                 for r in hy.ROUNDINGS]):
-            pts = sorted((_hop_total(r), 100 * r["disagreement_decided"]) for r in rows
+            pts = sorted((hop_total(r), 100 * r["disagreement_decided"]) for r in rows
                          if r["scheme"] == scheme and r["rounding"] == rounding)
             if pts:
                 ax.plot(*zip(*pts), "o-" if rounding == "correlated" else "s--", ms=4,
                         color=f"C{i // 2}", alpha=1 if rounding == "correlated" else 0.6,
-                        label=f"{_SCHEME_LABEL[scheme]}, {rounding}")
+                        label=f"{SCHEME_LABEL[scheme]}, {rounding}")
         for j, scheme in enumerate(("exact", "mom", "mom-ternary")):
             for r in rows:
                 if r["scheme"] == scheme:
-                    ax.plot(_hop_total(r), 100 * r["disagreement_decided"], "*", ms=11,
-                            color=f"C{j + 2}", label=_SCHEME_LABEL[scheme])
+                    ax.plot(hop_total(r), 100 * r["disagreement_decided"], "*", ms=11,
+                            color=f"C{j + 2}", label=SCHEME_LABEL[scheme])
         ax.set_xscale("log", base=2)
         ax.set_xlabel("bits per coordinate on the hop (payload + scales)")
         ax.set_title(f"{source} gradients, W 8 x fan-in 8 (64 workers)", fontsize=9)
@@ -57,7 +57,7 @@ def _bits_plot(plt, out, sweep, training):
             r = tr["schemes"].get(scheme)
             if r:
                 ax.errorbar(bits, r["accuracy_mean"], yerr=r["accuracy_std"], fmt="*", ms=11,
-                            capsize=3, color=f"C{j + 2}", label=_SCHEME_LABEL[scheme])
+                            capsize=3, color=f"C{j + 2}", label=SCHEME_LABEL[scheme])
         if "fp32" in tr["schemes"]:
             ax.axhline(tr["schemes"]["fp32"]["accuracy_mean"], color="k", lw=0.8, ls=":",
                        label="FP32 (32 bits)")
@@ -73,7 +73,7 @@ def _bits_plot(plt, out, sweep, training):
     return path
 
 
-def _plots(out, result):
+def write_plots(out, result):
     plt = pyplot()
     paths = []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
@@ -87,7 +87,7 @@ def _plots(out, result):
                              if (r["scheme"], r["bits"]) == key and r["fanin"] == fanin)
                 if pts:
                     ax.plot(*zip(*pts), marker=marker, ms=4, color=f"C{color}",
-                            label=_scheme(dict(scheme=key[0], bits=key[1]))
+                            label=scheme_label(dict(scheme=key[0], bits=key[1]))
                             if fanin == rows[0]["fanin"] else None)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("workers K (W 8; fan-in 4 o, 8 s, 16 ^; 1-3 hops along a line)")
@@ -100,7 +100,7 @@ def _plots(out, result):
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for s in dict.fromkeys(r["scheme"] for r in t["ring"]):
         pts = [(r["controllers"], 1e3 * r["seconds"]) for r in t["ring"] if r["scheme"] == s]
-        ax.plot(*zip(*pts), "o-", ms=3, label=_timed(s))
+        ax.plot(*zip(*pts), "o-", ms=3, label=timed_label(s))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("controllers N in the ring (W 8 workers each)")

@@ -1,21 +1,23 @@
-"""One job of processes per world size, shared by the tests of tests/ddp:
-each process imports torch once and runs every scenario of its plan."""
+"""One job of processes per world size, shared by the tests of this folder:
+each process imports torch once and runs every scenario of its plan.  The
+helpers ``ranks.py`` (what a rank runs) and ``oracle.py`` (what it must
+give) are loaded by path (:func:`~neuron_fabric.host.ddp.launch.load_file`),
+here and in the tests."""
 
 import pathlib
-import sys
 
 import pytest
 
 HERE = pathlib.Path(__file__).parent
-# ranks.py and oracle.py are imported by name here (and by path in the ranks).
-sys.path.insert(0, str(HERE))
 
 #: The end-to-end run: the easy task, G-Binary, the harness's defaults.
 TRAIN_ARGV = ["--hook", "gbinary", "--task", "digits", "--seed", "0"]
 
 
 def plans():
-    from test_hook_exact import CASES, HIERARCHY_CASES, OPTION_CASES
+    from neuron_fabric.host.ddp.launch import load_file
+    oracle = load_file(HERE / "oracle.py")
+    CASES, HIERARCHY_CASES, OPTION_CASES = oracle.CASES, oracle.HIERARCHY_CASES, oracle.OPTION_CASES
     return {
         2: [("exact", "aggregate", dict(cases=CASES)),
             ("options", "aggregate", dict(cases=OPTION_CASES, steps=3))],

@@ -1,5 +1,5 @@
 """The multi-hop report's training (``make hierarchy``, see
-:mod:`.hierarchy_report`): for each setting, learning rates on the
+:mod:`.report`): for each setting, learning rates on the
 validation split, then every scheme on every seed, in spawned processes
 (:func:`train_all`)."""
 
@@ -10,7 +10,7 @@ from dataclasses import asdict
 import numpy as np
 
 from neuron_fabric.experiments import single_thread_env
-from neuron_fabric.experiments.train.hierarchy_study import TASK, _say
+from neuron_fabric.experiments.hierarchy.study import TASK, say
 
 __all__ = ["SEEDS", "SETTINGS", "train_all"]
 
@@ -22,7 +22,7 @@ SETTINGS = ((2, 300), (16, 150))
 
 
 def _job(run):
-    from neuron_fabric.experiments.train.hierarchy import (  # deferred: JAX
+    from neuron_fabric.experiments.hierarchy.training import (  # deferred: JAX
         HopRun,
         train,
     )
@@ -36,7 +36,7 @@ def _run_jobs(runs, jobs, what):
     def done(k, i, res):
         results[i] = res
         r = runs[i]
-        _say(f"{what} {k}/{len(runs)}: {r['scheme']} lr {r['lr']:g} seed {r['seed']}: "
+        say(f"{what} {k}/{len(runs)}: {r['scheme']} lr {r['lr']:g} seed {r['seed']}: "
              f"val {100 * res['val']:.1f}% ({res['seconds']:.0f} s)")
 
     if jobs == 1:
@@ -55,7 +55,7 @@ def _run_jobs(runs, jobs, what):
 def train_all(jobs=2, quick=False, seeds=None, select=True, settings=SETTINGS):
     """Every setting of :data:`SETTINGS`: rates on the validation split, then
     every scheme on every seed.  Returns a list, one dict per setting."""
-    from neuron_fabric.experiments.train.hierarchy import (  # deferred: JAX
+    from neuron_fabric.experiments.hierarchy.training import (  # deferred: JAX
         LR_GRIDS,
         SWEEP_SCHEMES,
         TRAIN_SCHEMES,

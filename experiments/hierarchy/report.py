@@ -2,7 +2,7 @@
 workers and the multi-hop timing, written to ``hierarchy.md``,
 ``hierarchy.json`` and ``hierarchy_*.png``.
 
-    python -m neuron_fabric.experiments.train.hierarchy_report [--out build/reports] [--jobs 2] [--quick]
+    python -m neuron_fabric.experiments.hierarchy.report [--out build/reports] [--jobs 2] [--quick]
 
 1. *Study* (:func:`neuron_fabric.host.hierarchy.compare`) on two gradient
    sources: real gradients (the harness's small CNN on ``digits`` after a
@@ -18,11 +18,11 @@ workers and the multi-hop timing, written to ``hierarchy.md``,
    on vote counts (``dq-sign``) and on gradients (``dq-grad``), beside
    exact counts and majority of majorities, on the real and synthetic
    gradients of :data:`SWEEP_CONFIGS`.
-4. *Training* (:mod:`.hierarchy`), for 2 and 16 examples per worker
+4. *Training* (:mod:`.training`), for 2 and 16 examples per worker
    (:data:`SETTINGS`): learning rates on the validation split (seed 0),
    then seeds 0-2 at the chosen rate (seed 0's run is the tuning run
    itself: runs are deterministic).  The 2-a-worker setting adds the
-   equal-bits sweep (:data:`.hierarchy.SWEEP_SCHEMES`, correlated
+   equal-bits sweep (:data:`.training.SWEEP_SCHEMES`, correlated
    rounding).
 
 ``--quick`` runs the same pipeline in seconds: few steps, small pools, one
@@ -39,9 +39,9 @@ setting of :data:`SETTINGS`: ``batch``,
 ``accuracy_std`` (ddof 1), ``accuracies``, ``cosine``, ``curves``),
 ``setup``, ``wall_seconds``.
 
-The parts, beside this module: :mod:`.hierarchy_study` (the study, the
-equal-bits sweep, the timing), :mod:`.hierarchy_runs` (the training),
-:mod:`.hierarchy_tables` (``hierarchy.md``) and :mod:`.hierarchy_plots`;
+The parts, beside this module: :mod:`.study` (the study, the
+equal-bits sweep, the timing), :mod:`.runs` (the training),
+:mod:`.tables` (``hierarchy.md``) and :mod:`.plots`;
 here, :func:`run_all` and the command line.
 """
 
@@ -52,13 +52,12 @@ import time
 import numpy as np
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.experiments.train.hierarchy_plots import _plots
-from neuron_fabric.experiments.train.hierarchy_runs import SETTINGS, train_all
-from neuron_fabric.experiments.train.hierarchy_study import (CONFIGS, REAL_POOL, REAL_STEPS,
-                                                             SWEEP_CONFIGS, SYNTH_RHO, _hardware,
-                                                             _say, bit_sweep, real_pool, study,
-                                                             timing)
-from neuron_fabric.experiments.train.hierarchy_tables import _markdown
+from neuron_fabric.experiments.hierarchy.plots import write_plots
+from neuron_fabric.experiments.hierarchy.runs import SETTINGS, train_all
+from neuron_fabric.experiments.hierarchy.study import (CONFIGS, REAL_POOL, REAL_STEPS,
+                                                       SWEEP_CONFIGS, SYNTH_RHO, bit_sweep,
+                                                       hardware, real_pool, say, study, timing)
+from neuron_fabric.experiments.hierarchy.tables import markdown
 from neuron_fabric.host import hierarchy as hy
 
 __all__ = ["CONFIGS", "REAL_POOL", "study", "timing", "train_all", "run_all", "main"]
@@ -72,14 +71,14 @@ def run_all(out, jobs=2, quick=False, train=True, seeds=None, select=True, batch
     configs = ((8, 4, 1), (8, 8, 1), (8, 4, 2)) if quick else CONFIGS
     pool_size = 64 if quick else REAL_POOL
     real_steps = 3 if quick else REAL_STEPS
-    _say(f"real gradients: {real_steps}-step FP32 harness run, {pool_size} workers")
+    say(f"real gradients: {real_steps}-step FP32 harness run, {pool_size} workers")
     pool, real_val = real_pool(pool_size, real_steps)
     result = dict(quick=quick, study=study(configs, pool, synth_cap=512 if quick else None),
                   sweep=bit_sweep(pool, SWEEP_CONFIGS[:1] if quick else SWEEP_CONFIGS,
                                   512 if quick else 4096),
-                  hardware={f"{w}-{f}-{h}": _hardware(hy.MultiHopTree(w, f, h))
+                  hardware={f"{w}-{f}-{h}": hardware(hy.MultiHopTree(w, f, h))
                             for w, f, h in configs})
-    _say("timing")
+    say("timing")
     result["timing"] = timing(rings=(2, 4, 8), trees=((4, 16), (8, 8))) if quick else timing()
     if train:
         settings = tuple(x for x in SETTINGS if batches is None or x[0] in batches)
@@ -93,16 +92,16 @@ def run_all(out, jobs=2, quick=False, train=True, seeds=None, select=True, batch
                            synth_rho=SYNTH_RHO, group=hy.GROUP,
                            supergroup=hy.SUPERGROUP, meta_bits=hy.META_BITS)
     result["wall_seconds"] = time.perf_counter() - start
-    result["plots"] = [p.name for p in _plots(out, result)]
+    result["plots"] = [p.name for p in write_plots(out, result)]
     paths = [out / "hierarchy.json", out / "hierarchy.md"]
     paths[0].write_text(json.dumps(result, indent=1, default=str) + "\n")
-    paths[1].write_text(_markdown(result))
+    paths[1].write_text(markdown(result))
     return paths + [out / p for p in result["plots"]]
 
 
 @guarded
 def main(argv=None):
-    ap = ArgumentParser(prog="python -m neuron_fabric.experiments.train.hierarchy_report",
+    ap = ArgumentParser(prog="python -m neuron_fabric.experiments.hierarchy.report",
                         description="Multi-hop comparison study, training at 64 workers, "
                                     "multi-hop timing.")
     ap.add_argument("--out", default="build/reports", help="report folder (default %(default)s)")

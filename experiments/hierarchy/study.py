@@ -1,5 +1,5 @@
 """The multi-hop report's study and timing (``make hierarchy``, see
-:mod:`.hierarchy_report`): real and synthetic gradients through every
+:mod:`.report`): real and synthetic gradients through every
 hierarchy (:func:`study`), the equal-bits sweep (:func:`bit_sweep`), the
 hardware each hierarchy needs, and ring and tree All-Reduce time
 (:func:`timing`)."""
@@ -37,7 +37,7 @@ SWEEP_CONFIGS = ((8, 8, 1), (8, 4, 2))
 TIME_BITS = 4
 
 
-def _say(msg):
+def say(msg):
     print(f"[hierarchy] {msg}", flush=True)
 
 
@@ -75,7 +75,7 @@ def _synth_n(total):
     return int(max(SYNTH_N[0], min(SYNTH_N[1], 2 ** 24 // total)))
 
 
-def _hardware(h):
+def hardware(h):
     chain = hy.hardware_chain(h)
     return dict(widths=[hy.partial_bits("exact", 1 if k == 0 else h.below(k))[0]
                         for k in range(h.hops + 1)],
@@ -109,7 +109,7 @@ def study(configs, pool, synth_cap=None):
                                          "exact sums disagree")
             for row in hy.compare(h, grads, seed=i):
                 out[name].append({**base, "contract_checked": check, **row})
-        _say(f"study {i + 1}/{len(configs)}: {h.label()} ({', '.join(s for s, _ in sources)})")
+        say(f"study {i + 1}/{len(configs)}: {h.label()} ({', '.join(s for s, _ in sources)})")
     return out
 
 
@@ -117,7 +117,7 @@ def bit_sweep(pool, configs=SWEEP_CONFIGS, n_synth=4096):
     """Rows of :func:`compare` at every b of the sweep, both roundings, for
     every hierarchy of ``configs``: real gradients (first K of ``pool``)
     and synthetic ones."""
-    from neuron_fabric.experiments.train.hierarchy import BIT_SWEEP  # deferred: JAX
+    from neuron_fabric.experiments.hierarchy.training import BIT_SWEEP  # deferred: JAX
     out = dict(real=[], synthetic=[])
     for i, (w, f, hops) in enumerate(configs):
         h = hy.MultiHopTree(w, f, hops)
@@ -130,7 +130,7 @@ def bit_sweep(pool, configs=SWEEP_CONFIGS, n_synth=4096):
                 out[name].append(dict(workers=w, fanin=f, hops=hops, total=h.total,
                                       n=grads.shape[1], hop_bits_top=row["hop_bits"][-1],
                                       **row))
-        _say(f"equal-bits sweep {i + 1}/{len(configs)}: {h.label()}")
+        say(f"equal-bits sweep {i + 1}/{len(configs)}: {h.label()}")
     return out
 
 

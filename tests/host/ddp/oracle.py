@@ -1,10 +1,12 @@
 """The tests' oracle for the hook: the golden model on the lines every rank's
-signs make, written as the contract says (independent of the hook's code)."""
+signs make, written as the contract says (independent of the hook's code);
+the policies and configurations the jobs run (``CASES``); where each
+parameter starts in its group's window (:func:`first_elements`)."""
 
 import numpy as np
 
+from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode
 from neuron_fabric.host import golden
-from neuron_fabric.contract.facts import Format, Mode
 
 
 def workers_for(ranks):
@@ -65,3 +67,50 @@ def wide(grads, policy, line_bits=512, first_element=0):
     if fmt == Format.MARGIN:
         return v / np.float32(r)
     return (2 * v - r) / np.float32(r)
+
+
+def _policy(mode, fmt, gate=GateKind.PATTERN, period=3, keep=2, threshold=0):
+    return dict(mode=int(mode), format=int(fmt), gate_kind=int(gate), period=period, keep=keep,
+                threshold=threshold)
+
+
+POLICIES = [_policy(Mode.GBINARY, f) for f in Format] + \
+    [_policy(Mode.GTERNARY, f) for f in Format] + \
+    [_policy(Mode.GTERNARY, f, GateKind.MARGIN, threshold=2) for f in Format] + \
+    [_policy(Mode.GTERNARY, Format.SIGN, period=5, keep=3)]
+#: Every policy in both layouts on shared memory, and worker-major through the
+#: all-gather (the pool changes where the lines travel, not what they hold).
+CASES = [(p, dict(layout=int(layout), pool="shm")) for p in POLICIES for layout in Layout] + \
+    [(p, dict(layout=int(Layout.WORKER_MAJOR), pool="gather")) for p in POLICIES]
+
+
+#: The two-controller cases: 2 x 4 ranks against 1 x 8 (test_hierarchy.py).
+HIERARCHY_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2]))
+                   for i, p in enumerate(POLICIES)] + \
+    [(POLICIES[0], dict(layout=int(Layout.WORKER_MAJOR), pool="gather")),
+     (POLICIES[3], dict(layout=int(Layout.WORKER_MAJOR), pool="shm"))]
+
+
+#: The options beyond the paper (off by default), on G-Binary SIGN over 3 steps.
+OPTION_CASES = [(POLICIES[2], dict(error_feedback=True)), (POLICIES[2], dict(scale=True))]
+
+
+def first_elements(order, sizes, align=512 // 4):
+    """Where each parameter starts in its group's window: the bucket's
+    parameters in DDP's order (``bucket.parameters()``); each run of
+    consecutive parameters of one group starts at a multiple of
+    LINE_BITS / 4 elements after the group's previous run."""
+    runs = []
+    for i in order:
+        if runs and runs[-1][0] == sizes[i][0]:
+            runs[-1][1].append(i)
+        else:
+            runs.append((sizes[i][0], [i]))
+    out, cursor = {}, {}
+    for group, members in runs:
+        start = at = cursor.get(group, 0)
+        for i in members:
+            out[i] = at
+            at += sizes[i][1]
+        cursor[group] = start + -(-(at - start) // align) * align
+    return out

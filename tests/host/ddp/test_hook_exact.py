@@ -2,41 +2,23 @@
 ranks (processes on 127.0.0.1): every mode, output format and gate, both
 layouts, both pools."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="the DDP hook needs torch (pip install -e '.[torch]')")
 
-from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode  # noqa: E402
+from neuron_fabric.contract.facts import Format, Layout  # noqa: E402
 
-import oracle  # noqa: E402  (tests/ddp, on the path: conftest.py)
+from neuron_fabric.host.ddp.launch import load_file  # noqa: E402
+
+HERE = pathlib.Path(__file__).parent
+oracle = load_file(HERE / "oracle.py")
+ranks = load_file(HERE / "ranks.py")
+CASES, POLICIES = oracle.CASES, oracle.POLICIES
 
 pytestmark = pytest.mark.xdist_group("ddp")
-
-def _policy(mode, fmt, gate=GateKind.PATTERN, period=3, keep=2, threshold=0):
-    return dict(mode=int(mode), format=int(fmt), gate_kind=int(gate), period=period, keep=keep,
-                threshold=threshold)
-
-
-POLICIES = [_policy(Mode.GBINARY, f) for f in Format] + \
-    [_policy(Mode.GTERNARY, f) for f in Format] + \
-    [_policy(Mode.GTERNARY, f, GateKind.MARGIN, threshold=2) for f in Format] + \
-    [_policy(Mode.GTERNARY, Format.SIGN, period=5, keep=3)]
-#: Every policy in both layouts on shared memory, and worker-major through the
-#: all-gather (the pool changes where the lines travel, not what they hold).
-CASES = [(p, dict(layout=int(layout), pool="shm")) for p in POLICIES for layout in Layout] + \
-    [(p, dict(layout=int(Layout.WORKER_MAJOR), pool="gather")) for p in POLICIES]
-
-
-#: The two-controller cases: 2 x 4 ranks against 1 x 8 (tests/ddp/test_hierarchy.py).
-HIERARCHY_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2]))
-                   for i, p in enumerate(POLICIES)] + \
-    [(POLICIES[0], dict(layout=int(Layout.WORKER_MAJOR), pool="gather")),
-     (POLICIES[3], dict(layout=int(Layout.WORKER_MAJOR), pool="shm"))]
-
-
-#: The options beyond the paper (off by default), on G-Binary SIGN over 3 steps.
-OPTION_CASES = [(POLICIES[2], dict(error_feedback=True)), (POLICIES[2], dict(scale=True))]
 
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["2-ranks", "4-ranks"])
@@ -49,42 +31,19 @@ def exact(request, job):
 
 
 def _rank_grads(world, index, n):
-    from ranks import gradient
-    return np.stack([gradient(rank, 0, index, n) for rank in range(world)])
-
-
-def first_elements(order, sizes, align=512 // 4):
-    """Where each parameter starts in its group's window: the bucket's
-    parameters in DDP's order (``bucket.parameters()``); each run of
-    consecutive parameters of one group starts at a multiple of
-    LINE_BITS / 4 elements after the group's previous run."""
-    runs = []
-    for i in order:
-        if runs and runs[-1][0] == sizes[i][0]:
-            runs[-1][1].append(i)
-        else:
-            runs.append((sizes[i][0], [i]))
-    out, cursor = {}, {}
-    for group, members in runs:
-        start = at = cursor.get(group, 0)
-        for i in members:
-            out[i] = at
-            at += sizes[i][1]
-        cursor[group] = start + -(-(at - start) // align) * align
-    return out
+    return np.stack([ranks.gradient(rank, 0, index, n) for rank in range(world)])
 
 
 @pytest.mark.parametrize("case", range(len(CASES)),
                          ids=[f"m{p['mode']}f{p['format']}g{p['gate_kind']}P{p['period']}"
                               f"-L{c['layout']}-{c['pool']}" for p, c in CASES])
 def test_aggregate_is_golden(exact, case):
-    from ranks import SIZES
     world, values = exact
     policy, config = CASES[case]
     orders = {tuple(o) for v in values for o in v[case]["order"]}
     assert len(orders) == 1
-    first = first_elements(orders.pop(), SIZES)
-    for index, (_, n) in enumerate(SIZES):
+    first = oracle.first_elements(orders.pop(), ranks.SIZES)
+    for index, (_, n) in enumerate(ranks.SIZES):
         grads = _rank_grads(world, index, n)
         want = oracle.expected(grads, policy, Layout(config["layout"]),
                                first_element=first[index])
@@ -99,10 +58,9 @@ def test_aggregate_is_golden(exact, case):
 
 def test_gbinary_is_the_majority_sign(exact):
     """Hand-worked rule for G-Binary SIGN: sgn(#positive - #non-positive)."""
-    from ranks import SIZES
     world, values = exact
     case = CASES.index((POLICIES[Format.SIGN], dict(layout=int(Layout.WORKER_MAJOR), pool="shm")))
-    for index, (_, n) in enumerate(SIZES):
+    for index, (_, n) in enumerate(ranks.SIZES):
         votes = np.where(_rank_grads(world, index, n) > 0, 1, -1).sum(axis=0)
         np.testing.assert_array_equal(values[0][case]["grads"][0][index], np.sign(votes))
 
@@ -111,11 +69,10 @@ def test_pool_bytes(exact):
     """A rank writes 1 bit per element (its segment, whole lines) and reads the
     lines' W-bit lanes; the pool kind is the one asked for; through the
     all-gather a rank sends its segment to each of the other ranks."""
-    from ranks import SIZES
     world, values = exact
     w = oracle.workers_for(world)
     lanes = 512 // w
-    lines = sum(-(-n // lanes) for _, n in SIZES)
+    lines = sum(-(-n // lanes) for _, n in ranks.SIZES)
     for case, (_, config) in enumerate(CASES):
         for rank in range(world):
             v = values[rank][case]
@@ -123,7 +80,7 @@ def test_pool_bytes(exact):
             assert v["workers"] == w
             assert v["traffic"]["pool_write"] == lines * lanes // 8
             assert v["traffic"]["pool_read"] == lines * 64
-            assert v["traffic"]["low_elements"] == sum(n for _, n in SIZES)
+            assert v["traffic"]["low_elements"] == sum(n for _, n in ranks.SIZES)
             gathered = (world - 1) * lines * lanes // 8 if config["pool"] == "gather" else 0
             assert v["traffic"]["gathered"] == gathered
 
@@ -131,12 +88,11 @@ def test_pool_bytes(exact):
 def test_error_feedback(job):
     """Each rank packs the signs of p = g + e, e = p - mean|p| sign(p) of the
     step before (per parameter: each is its own run of the bucket here)."""
-    from ranks import SIZES, gradient
     values = [r.value["options"][0] for r in job(2)]
-    for index, (_, n) in enumerate(SIZES):
+    for index, (_, n) in enumerate(ranks.SIZES):
         e = np.zeros((2, n), np.float32)
         for step in range(3):
-            p = np.stack([gradient(r, step, index, n) for r in range(2)]) + e
+            p = np.stack([ranks.gradient(r, step, index, n) for r in range(2)]) + e
             e = p - np.abs(p).mean(axis=1, keepdims=True) * np.sign(p)
             want = np.sign(np.where(p > 0, 1, -1).sum(axis=0)).astype(np.float32)
             for rank in range(2):
@@ -145,11 +101,10 @@ def test_error_feedback(job):
 
 def test_scale(job):
     """The majority sign times the ranks' mean of mean|g| over the run."""
-    from ranks import SIZES, gradient
     values = [r.value["options"][1] for r in job(2)]
     for step in range(3):
-        for index, (_, n) in enumerate(SIZES):
-            g = np.stack([gradient(r, step, index, n) for r in range(2)])
+        for index, (_, n) in enumerate(ranks.SIZES):
+            g = np.stack([ranks.gradient(r, step, index, n) for r in range(2)])
             want = np.sign(np.where(g > 0, 1, -1).sum(axis=0)) * np.abs(g).mean(axis=1).mean()
             for rank in range(2):
                 np.testing.assert_allclose(values[rank]["grads"][step][index], want, rtol=1e-6)

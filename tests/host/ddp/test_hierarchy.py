@@ -2,14 +2,18 @@
 4, whose exact level-1 counts a level-2 count read combines, give bit for bit
 what one controller of all 8 gives, and what the golden model gives."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="the DDP hook needs torch (pip install -e '.[torch]')")
 
-import oracle  # noqa: E402
-from ranks import SIZES, gradient  # noqa: E402
-from test_hook_exact import HIERARCHY_CASES, first_elements  # noqa: E402
+from neuron_fabric.host.ddp.launch import load_file  # noqa: E402
+
+HERE = pathlib.Path(__file__).parent
+oracle = load_file(HERE / "oracle.py")
+ranks = load_file(HERE / "ranks.py")
 
 pytestmark = pytest.mark.xdist_group("ddp")
 
@@ -25,18 +29,18 @@ def eight(job):
     return done
 
 
-@pytest.mark.parametrize("case", range(len(HIERARCHY_CASES)))
+@pytest.mark.parametrize("case", range(len(oracle.HIERARCHY_CASES)))
 def test_two_controllers_equal_one(eight, case):
-    policy, _ = HIERARCHY_CASES[case]
+    policy, _ = oracle.HIERARCHY_CASES[case]
     for rank, value in eight.items():
         two, one = value["two-controllers"][case], value["one-controller"][case]
         assert two["workers"] == 4 and one["workers"] == 8
         for a, b in zip(two["grads"][0], one["grads"][0]):
             np.testing.assert_array_equal(a, b, err_msg=f"rank {rank}")
     value = next(iter(eight.values()))["two-controllers"][case]
-    first = first_elements(value["order"][0], SIZES)
-    for index, (_, n) in enumerate(SIZES):
-        grads = np.stack([gradient(r, 0, index, n) for r in range(8)])
+    first = oracle.first_elements(value["order"][0], ranks.SIZES)
+    for index, (_, n) in enumerate(ranks.SIZES):
+        grads = np.stack([ranks.gradient(r, 0, index, n) for r in range(8)])
         want = oracle.expected(grads, policy, 0, first_element=first[index])
         np.testing.assert_array_equal(value["grads"][0][index], want)
         np.testing.assert_array_equal(want, oracle.wide(grads, policy, first_element=first[index]))
@@ -46,8 +50,8 @@ def test_level2_bytes(eight):
     """Each rank writes its 1-bit segment at level 1; a controller's first rank
     also writes its 4-bit counts at level 2; every rank reads both levels."""
     lanes1, lanes2 = 512 // 4, 512 // 32
-    lines1 = sum(-(-n // lanes1) for _, n in SIZES)
-    lines2 = sum(-(-n // lanes2) for _, n in SIZES)
+    lines1 = sum(-(-n // lanes1) for _, n in ranks.SIZES)
+    lines2 = sum(-(-n // lanes2) for _, n in ranks.SIZES)
     for rank, value in eight.items():
         t = value["two-controllers"][0]["traffic"]
         leader = rank % 4 == 0

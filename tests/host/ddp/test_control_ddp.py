@@ -2,14 +2,18 @@
 the same step, recovery events are hook state, a fault on one rank puts
 every group on FP32 on every rank."""
 
+import pathlib
+
 import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="the DDP hook needs torch (pip install -e '.[torch]')")
 
-import oracle  # noqa: E402
-from ranks import SIZES, gradient  # noqa: E402
-from test_hook_exact import first_elements  # noqa: E402
+from neuron_fabric.host.ddp.launch import load_file  # noqa: E402
+
+HERE = pathlib.Path(__file__).parent
+oracle = load_file(HERE / "oracle.py")
+ranks = load_file(HERE / "ranks.py")
 
 pytestmark = pytest.mark.xdist_group("ddp")
 
@@ -27,8 +31,8 @@ def _check_step(values, key, step, mode):
     """Every rank's gradients at ``step``: the FP32 mean, or the G-Binary
     majority of the golden model (bucket order as the hook saw it: the
     parameters in model order on the first step, reverse after DDP's rebuild)."""
-    for index, (_, n) in enumerate(SIZES):
-        grads = np.stack([gradient(r, step, index, n) for r in range(4)])
+    for index, (_, n) in enumerate(ranks.SIZES):
+        grads = np.stack([ranks.gradient(r, step, index, n) for r in range(4)])
         for rank, v in enumerate(values):
             got = v[key]["grads"][step][index]
             if mode == "fp32":
@@ -36,7 +40,7 @@ def _check_step(values, key, step, mode):
             else:
                 order = [0, 1, 2] if step == 0 else [2, 1, 0]
                 want = oracle.expected(grads, GBINARY, 1,
-                                       first_element=first_elements(order, SIZES)[index])
+                                       first_element=oracle.first_elements(order, ranks.SIZES)[index])
                 np.testing.assert_array_equal(got, want, err_msg=f"step {step} rank {rank}")
 
 
