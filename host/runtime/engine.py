@@ -1,10 +1,18 @@
 """What the gradient runtime asks of a device and its memory port: the device
-checks, the sign writes (element-major, or worker-major by MemWrPtl) and the
-update direction decoded from the values read back."""
+checks, the sign writes (element-major, or worker-major by MemWrPtl), the
+results read back (W-bit lanes, or 2-bit results through a packed view,
+contract section 6) and the update direction decoded from them."""
 
 import numpy as np
 
-from neuron_fabric.contract.facts import Format, Layout
+from neuron_fabric.contract.facts import Format, Layout, Operand, view_beats
+from neuron_fabric.contract.regmap import SOURCE_ALIGN_BITS
+from neuron_fabric.host import golden
+from neuron_fabric.host.golden.packed import unpack_view
+from neuron_fabric.host.runtime.policy import GroupWindow
+
+#: Alignment of a window a packed view reads (its SOURCE, contract section 6.1).
+VIEW_ALIGN = 1 << SOURCE_ALIGN_BITS
 
 
 async def check_device(driver):
@@ -76,3 +84,40 @@ async def write_signs(port, addr, lines, workers, layout):
         return await write_worker_major(port, addr, lines, workers)
     await port.write_lines(addr, lines)
     return lines.size, len(lines)
+
+
+def reads_view(driver, policy):
+    """Whether a group of ``policy`` reads its results through a packed view
+    (contract section 6): on a build that has the view, for a low-bit policy
+    in the SIGN format, whose results the view returns unchanged (a view
+    returns ``sgn(a')`` whatever the format, so COUNT and MARGIN read lanes)."""
+    return driver.has_view and policy.low_bit and policy.format == Format.SIGN
+
+
+def align_view(addr):
+    """``addr`` rounded up to :data:`VIEW_ALIGN`."""
+    return -(-addr // VIEW_ALIGN) * VIEW_ALIGN
+
+
+def view_window(window, base, params, operand=Operand.SIGNS):
+    """The window of a packed view of ``window``'s lines, from byte ``base``:
+    one view line for each ``B`` source lines (:func:`.facts.view_beats`)."""
+    beats = view_beats(params.line_bits, params.workers, operand)
+    return GroupWindow(f"{window.name}.view", window.elements, base, -(-window.lines // beats),
+                       params.line_bytes)
+
+
+async def program_view(driver, region, view, window, policy):
+    """Region ``region`` as the packed view ``view`` of ``window``'s lines."""
+    await driver.set_view(region, base=view.base, limit=view.limit, source=window.base,
+                          mode=policy.mode, **policy.cfg_fields())
+
+
+async def read_results(port, window, view, workers, fmt, n):
+    """The first ``n`` results of ``window``: decoded W-bit lanes in ``fmt``
+    (``view`` None), or the 2-bit results of the packed ``view`` of it (SIGN).
+    Returns ``(values, bytes read, read requests)``."""
+    w = window if view is None else view
+    resp = await port.read_lines(w.base, w.lines)
+    values = golden.decode(resp, workers, fmt, n) if view is None else unpack_view(resp, n)
+    return values, w.lines * w.line_bytes, w.lines

@@ -7,8 +7,9 @@ import asyncio
 import numpy as np
 
 from neuron_fabric.host import encoding as _encoding
-from neuron_fabric.host import golden
-from neuron_fabric.host.runtime.engine import check_device, check_policy, direction, write_signs
+from neuron_fabric.host.runtime.engine import (align_view, check_device, check_policy, direction,
+                                               program_view, read_results, reads_view, view_window,
+                                               write_signs)
 from neuron_fabric.host.runtime.policy import FP32, FP32_BYTES, GroupTraffic, GroupWindow
 from neuron_fabric.models.traffic import packed_lines
 
@@ -26,13 +27,17 @@ class GradientRuntime:
         Control-plane driver of the same device.
     windows : dict of str to GroupWindow
     policies : dict of str to GroupPolicy
+    views : dict of str to GroupWindow, optional
+        On a build with the packed view (contract section 6), each group's
+        view window; a SIGN-format group reads its results there.
     """
 
-    def __init__(self, port, driver, windows, policies):
+    def __init__(self, port, driver, windows, policies, views=None):
         self._port = port
         self._driver = driver
         self._params = driver.params
         self._windows = dict(windows)
+        self._views = dict(views or {})
         self._policies = dict(policies)
         self._regions = {}
         self._stranded = set()
@@ -68,19 +73,25 @@ class GradientRuntime:
         if base % params.line_bytes:
             raise ValueError(f"base {base:#x} is not aligned to a {params.line_bytes}-byte line")
         windows, addr = {}, base
+        # a packed view reads a 4 KiB-aligned window; the views follow the groups
+        align = align_view if driver.has_view else int
         for name, n in groups.items():
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
                 raise ValueError(f"group {name!r} must have a positive element count, not {n!r}")
             lines = packed_lines(int(n), params.line_bits, params.workers)
-            windows[name] = GroupWindow(name, int(n), addr, lines, params.line_bytes)
+            windows[name] = GroupWindow(name, int(n), align(addr), lines, params.line_bytes)
             addr = windows[name].limit
+        views = {}
+        for name, w in windows.items() if driver.has_view else ():
+            views[name] = view_window(w, addr, params)
+            addr = views[name].limit
         for name, policy in policies.items():
             check_policy(policy, port, driver)
         low_bit = [name for name, p in policies.items() if p.low_bit]
         if len(low_bit) > params.regions:
             raise ValueError(f"{len(low_bit)} low-bit groups need as many regions; "
                              f"the device has {params.regions}")
-        rt = cls(port, driver, windows, {name: FP32 for name in groups})
+        rt = cls(port, driver, windows, {name: FP32 for name in groups}, views)
         for name in low_bit:
             await rt._apply(name, policies[name])
         return rt
@@ -121,10 +132,15 @@ class GradientRuntime:
     async def _apply(self, name, policy):
         d, w = self._driver, self._windows[name]
         region = self._regions.get(name)
-        if policy.low_bit and region is None:
-            region = self._free_region()
-            await d.set_region(region, base=w.base, limit=w.limit, mode=policy.mode,
-                               **policy.cfg_fields())
+        if policy.low_bit and (region is None or d.has_view):
+            # (a build with the view reprograms the region whole: it may turn
+            # from a view to lanes or back)
+            region = self._free_region() if region is None else region
+            if reads_view(d, policy):
+                await program_view(d, region, self._views[name], w, policy)
+            else:
+                await d.set_region(region, base=w.base, limit=w.limit, mode=policy.mode,
+                                   **policy.cfg_fields())
             self._regions[name] = region
         elif policy.low_bit:
             await d.write(f"REGION{region}_CFG",
@@ -231,9 +247,9 @@ class GradientRuntime:
         lines = _encoding.encode_signs(np.roll(g, turn, axis=1) if turn else g,
                                        self._params.line_bits, policy.layout, policy.encoding)
         up, writes = await write_signs(self._port, w.base, lines, workers, policy.layout)
-        resp = await self._port.read_lines(w.base, w.lines)
-        self._traffic[name].add(up, w.lines * w.line_bytes, fp32_up, fp32_down, writes, w.lines)
-        values = golden.decode(resp, workers, policy.format, n)
+        view = self._views[name] if reads_view(self._driver, policy) else None
+        values, down, reads = await read_results(self._port, w, view, workers, policy.format, n)
+        self._traffic[name].add(up, down, fp32_up, fp32_down, writes, reads)
         return direction(np.roll(values, -turn) if turn else values, policy.format, workers)
 
     # -- accounting ----------------------------------------------------------------
