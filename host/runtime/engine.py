@@ -7,7 +7,6 @@ import numpy as np
 
 from neuron_fabric.contract.facts import Format, Layout, Operand, view_beats
 from neuron_fabric.contract.regmap import SOURCE_ALIGN_BITS
-from neuron_fabric.host import golden
 from neuron_fabric.host.golden.packed import unpack_view
 from neuron_fabric.host.runtime.policy import GroupWindow
 
@@ -107,17 +106,22 @@ def view_window(window, base, params, operand=Operand.SIGNS):
                        params.line_bytes)
 
 
-async def program_view(driver, region, view, window, policy):
-    """Region ``region`` as the packed view ``view`` of ``window``'s lines."""
+async def program_view(driver, region, view, window, policy, **fields):
+    """Region ``region`` as the packed view ``view`` of ``window``'s lines,
+    under ``policy`` and the CFG ``fields`` it does not hold (``operand``,
+    ``total``)."""
+    if window.base % VIEW_ALIGN:
+        raise ValueError(f"a packed view reads a window aligned to {VIEW_ALIGN} bytes, "
+                         f"not one at {window.base:#x}")
     await driver.set_view(region, base=view.base, limit=view.limit, source=window.base,
-                          mode=policy.mode, **policy.cfg_fields())
+                          mode=policy.mode, **policy.cfg_fields(), **fields)
 
 
-async def read_results(port, window, view, workers, fmt, n):
-    """The first ``n`` results of ``window``: decoded W-bit lanes in ``fmt``
-    (``view`` None), or the 2-bit results of the packed ``view`` of it (SIGN).
-    Returns ``(values, bytes read, read requests)``."""
+async def read_results(port, window, view, n, decode):
+    """The first ``n`` results of ``window``: its lanes read and ``decode``d
+    (``view`` None), or the 2-bit results of the packed ``view`` of it (the
+    SIGN format's values).  Returns ``(values, bytes read, read requests)``."""
     w = window if view is None else view
     resp = await port.read_lines(w.base, w.lines)
-    values = golden.decode(resp, workers, fmt, n) if view is None else unpack_view(resp, n)
+    values = decode(resp) if view is None else unpack_view(resp, n)
     return values, w.lines * w.line_bytes, w.lines

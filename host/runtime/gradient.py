@@ -6,6 +6,7 @@ import asyncio
 
 import numpy as np
 
+from neuron_fabric.host import golden
 from neuron_fabric.host import encoding as _encoding
 from neuron_fabric.host.runtime.engine import (align_view, check_device, check_policy, direction,
                                                program_view, read_results, reads_view, view_window,
@@ -248,7 +249,8 @@ class GradientRuntime:
                                        self._params.line_bits, policy.layout, policy.encoding)
         up, writes = await write_signs(self._port, w.base, lines, workers, policy.layout)
         view = self._views[name] if reads_view(self._driver, policy) else None
-        values, down, reads = await read_results(self._port, w, view, workers, policy.format, n)
+        values, down, reads = await read_results(
+            self._port, w, view, n, lambda resp: golden.decode(resp, workers, policy.format, n))
         self._traffic[name].add(up, down, fp32_up, fp32_down, writes, reads)
         return direction(np.roll(values, -turn) if turn else values, policy.format, workers)
 

@@ -6,7 +6,9 @@ level-1 device returns exact sign counts (G-Binary, COUNT), which are
 forwarded as contributor ``g``'s partial counts into a level-2 region
 with a count operand and ``total = G * W``, whose read applies the group
 policy's mode, format and gate to the exact count over all ``G * W``
-workers.
+workers.  Where the level-2 device has the packed view (contract section
+6) and the policy's format is SIGN, the level-2 read goes through a view
+of the count window: 2 bits an element instead of a 32-bit lane.
 """
 
 import numpy as np
@@ -14,7 +16,8 @@ import numpy as np
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, Mode, Operand, count_geometry
 from neuron_fabric.host import golden
 from neuron_fabric.host.runtime.engine import (check_device, check_policy, check_worker_major,
-                                               direction, write_signs, write_worker_major)
+                                               direction, program_view, read_results, reads_view,
+                                               view_window, write_signs, write_worker_major)
 from neuron_fabric.host.runtime.policy import FP32_BYTES, GroupPolicy, GroupTraffic, GroupWindow
 from neuron_fabric.models.traffic import packed_lines
 
@@ -40,7 +43,7 @@ class TwoLevelRuntime:
         G, W, n, the level-2 operand, ``G * W`` and the :class:`GroupPolicy`.
     """
 
-    def __init__(self, level1, level2, elements, policy, operand, windows):
+    def __init__(self, level1, level2, elements, policy, operand, windows, view=None):
         self._level1 = list(level1)
         self._level2 = level2
         self.elements = elements
@@ -50,6 +53,7 @@ class TwoLevelRuntime:
         self.groups = len(level1)
         self.total = self.groups * self.workers
         self._windows = windows
+        self._view = view
         self._traffic = {"level1": GroupTraffic(), "level2": GroupTraffic()}
 
     @classmethod
@@ -72,7 +76,9 @@ class TwoLevelRuntime:
             The level-2 count operand; by default COUNTS4 when a level-1
             count (0..W) fits 4 bits and G <= 8, else COUNTS8.
         base1, base2 : int
-            Line-aligned byte addresses of the windows on the two levels.
+            Line-aligned byte addresses of the windows on the two levels
+            (``base2`` 4 KiB-aligned where the level-2 read is a packed
+            view; the view's window follows the count window).
         region1, region2 : int
             The region each level's window gets.
 
@@ -83,7 +89,8 @@ class TwoLevelRuntime:
             a policy or operand the devices would reject (G more than the
             operand's contributors, W past its count width, T past the
             total), worker-major writes without the feature or a port that
-            writes partial lines, or a bad element count or address.
+            writes partial lines, or a bad element count or address (a
+            ``base2`` a packed view cannot read).
         """
         p1 = await _check_levels(level1, level2)
         if isinstance(elements, bool) or not isinstance(elements, (int, np.integer)) \
@@ -104,7 +111,9 @@ class TwoLevelRuntime:
                                p1.line_bytes),
                    GroupWindow("level2", n, base2, -(-n // (p2.line_bits // COUNT_LANE_BITS)),
                                p2.line_bytes))
-        h = cls(level1, level2, n, policy, operand, windows)
+        view = view_window(windows[1], windows[1].limit, p2, operand) \
+            if reads_view(level2[1], policy) else None
+        h = cls(level1, level2, n, policy, operand, windows, view)
         await h._program(signs, region1, region2)
         return h
 
@@ -115,8 +124,13 @@ class TwoLevelRuntime:
             await driver.set_region(region1, base=w1.base, limit=w1.limit, mode=Mode.GBINARY,
                                     **signs.cfg_fields())
         port2, driver2 = self._level2
-        await driver2.set_region(region2, base=w2.base, limit=w2.limit, mode=policy.mode,
-                                 operand=self.operand, total=self.total, **policy.cfg_fields())
+        if self._view is not None:
+            await program_view(driver2, region2, self._view, w2, policy, operand=self.operand,
+                               total=self.total)
+        else:
+            await driver2.set_region(region2, base=w2.base, limit=w2.limit, mode=policy.mode,
+                                     operand=self.operand, total=self.total,
+                                     **policy.cfg_fields())
         if policy.layout == Layout.WORKER_MAJOR and self.groups < count_geometry(self.operand)[1]:
             # Contributors past G never write: their segments must hold 0.
             await port2.write_lines(w2.base, np.zeros((w2.lines, w2.line_bytes), dtype=np.uint8))
@@ -161,9 +175,10 @@ class TwoLevelRuntime:
         else:
             await port2.write_lines(w2.base, lines)
             up, writes = lines.size, len(lines)
-        resp = await port2.read_lines(w2.base, w2.lines)
-        self._traffic["level2"].add(up, w2.lines * w2.line_bytes, 0, 0, writes, w2.lines)
-        return golden.decode_counts(resp, self.policy.format, n)
+        values, down, reads = await read_results(
+            port2, w2, self._view, n, lambda resp: golden.decode_counts(resp, self.policy.format, n))
+        self._traffic["level2"].add(up, down, 0, 0, writes, reads)
+        return values
 
     async def step(self, grads):
         """One step: the update direction in [-1, 1] (float32, ``(n,)``) of the

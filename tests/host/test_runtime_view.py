@@ -1,17 +1,20 @@
-"""The gradient runtime on a device model with the packed view (contract section
-6): SIGN-format groups read 2-bit results through a view and get what the
-W-bit lanes give; the other formats read lanes; the bytes it counts."""
+"""The gradient runtimes on device models with the packed view (contract section
+6): SIGN-format groups, and the level-2 read of two levels, read 2-bit results
+through a view and get what the lanes give; the other formats read lanes; the
+bytes they count."""
 
 import asyncio
 
 import numpy as np
 import pytest
 
-from neuron_fabric.contract.facts import FEATURES, Format, Mode, Profile, TopParams
+from neuron_fabric.contract.facts import (FEATURES, PROFILES, Format, GateKind, Layout, Mode, Operand,
+                                          Profile, TopParams)
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.host.runtime import (FP32, G_BINARY, G_BINARY_MARGIN, G_TERNARY,
-                                        G_TERNARY_ROTATING, GradientRuntime, g_ternary_margin)
+                                        G_TERNARY_ROTATING, GradientRuntime, GroupPolicy,
+                                        TwoLevelRuntime, g_ternary_margin)
 
 VIEW_BUILD = Profile("full-view", frozenset(FEATURES))
 GROUPS = {"a": 5000, "b": 777, "c": 3000}
@@ -88,3 +91,40 @@ def test_round_trip_traffic_at_w8():
     assert per_rank == 3 / 64 and per_rank <= 1 / 20
     assert Mode(run(driver.region(0))["mode"]) == Mode.GBINARY
     assert run(driver.region(0))["format"] == Format.SIGN
+
+
+@pytest.mark.parametrize("layout", list(Layout))
+def test_level_two_read_through_a_view(layout):
+    # 8 level-1 devices of W 8, a COUNTS4 level 2 over 64 workers (contract
+    # 5.4): through a view the level-2 read returns sgn(2c - 64) of each
+    # element, what the 32-bit lanes give, in 1/16 of their bytes.
+    n = 1000
+    rng = np.random.default_rng(9 + layout)
+    g = rng.standard_normal((64, n)).astype(np.float32)
+    g[:, 0], g[:32, 1], g[32:, 1] = 1.0, 1.0, -1.0            # +1, a tie
+
+    async def go(profile):
+        level1 = [await make(TopParams()) for _ in range(8)]
+        level2 = await make(TopParams(), profile)
+        policy = GroupPolicy(Mode.GTERNARY, Format.SIGN, GateKind.PATTERN, period=5, keep=3,
+                             layout=layout)
+        h = await TwoLevelRuntime.create(level1, level2, n, policy, base2=0x10000)
+        return await h.aggregate(g), h.traffic()["level2"], level2[1]
+
+    want, lanes, _ = run(go(PROFILES["full"]))
+    got, viewed, driver2 = run(go(VIEW_BUILD))
+    assert got.tolist() == want.tolist() and want[:2].tolist() == [1, 0]
+    assert (lanes.bytes_down, lanes.reads) == (63 * 64, 63)      # ceil(1000 / 16) count lines
+    assert (viewed.bytes_down, viewed.reads) == (4 * 64, 4)      # ceil(63 / 16) view lines
+    region = run(driver2.region(0))
+    assert (region["view"], region["source"], region["operand"], region["total"]) == \
+        (1, 0x10000, Operand.COUNTS4, 64)
+
+
+def test_a_view_needs_an_aligned_source():
+    async def go():
+        level1 = [await make(TopParams())]
+        level2 = await make(TopParams(), VIEW_BUILD)
+        await TwoLevelRuntime.create(level1, level2, 100, G_BINARY, base2=0x40)
+    with pytest.raises(ValueError, match="aligned to 4096"):
+        run(go())
