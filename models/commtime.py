@@ -15,11 +15,17 @@ Assumptions (each a named parameter of :class:`CommParams`):
   bandwidth).  For GPT-2 XL (1.5e9) this is exactly the paper's 87.31 ms.
 * CXL-side G-Binary / G-Ternary (NEURON-Fabric): the same write-then-read
   over the CXL link, with the packed payload of ``bits`` per element from
-  :data:`neuron_fabric.models.traffic.BITS_PER_ELEMENT`, times ``1 + exposure``
+  :data:`neuron_fabric.models.traffic.BITS_PER_ELEMENT` each way (the
+  paper's count: a 1-bit read), times ``1 + exposure``
   where ``exposure`` is the datapath's exposed overhead at the full-LLC-
   miss anchor (conservative: bulk transfers with deep queues would hide
   it).  Aggregation happens at one point (single hop), so the payload
   does not widen on the way.
+* What the contract's read returns, G-Binary beside the paper's 1-bit
+  read: today a W-bit lane per element (``W`` of :func:`controller_workers`
+  for ``gpus`` workers: a 1-bit write and a W-bit read), and the packed
+  result view (contract section 6: a 1-bit write and a 2-bit read).  Our
+  G-Ternary writes and reads what G-Binary does.
 * Low-bit ring (multi-hop, as in DynamiQ's setting): partial sign counts
   widen as they travel; reduce-scatter carries ``ceil(log2(N+1))``-bit
   counts and all-gather the 1-bit result, over the network.
@@ -31,11 +37,16 @@ training-step speedups.  Encoding cost on the GPU is not counted.
 import math
 from dataclasses import dataclass
 
+from neuron_fabric.contract.facts import WORKERS_CHOICES
 from neuron_fabric.models.traffic import BITS_PER_ELEMENT
 
 from neuron_fabric.models.envelope.params import GiB
 
-__all__ = ["CommParams", "PAPER_GPT2XL_MS", "allreduce_times_ms"]
+__all__ = ["CommParams", "PAPER_GPT2XL_MS", "PACKED_VIEW_BITS", "controller_workers",
+           "allreduce_times_ms"]
+
+#: Bits a packed result view returns per element (contract section 6.2).
+PACKED_VIEW_BITS = 2
 
 #: The paper's Fig. 7 / section 9 values for GPT-2 XL, in ms.
 PAPER_GPT2XL_MS = {
@@ -51,6 +62,16 @@ class CommParams:
     net_gb_s: float = 50.0          # per-GPU network bandwidth, GB/s (400 Gb/s)
     ring_step_us: float = 5.0       # per-step latency of a ring collective
     cxl_gib_s: float = 128.0        # per-GPU CXL link bandwidth (paper default)
+
+
+def controller_workers(ranks):
+    """W of a controller for ``ranks`` workers: the smallest allowed W at
+    least ``ranks`` with ``W - ranks`` even (the spare slots cancel in pairs,
+    as the DDP hook fills them)."""
+    w = next((w for w in WORKERS_CHOICES if w >= ranks and (w - ranks) % 2 == 0), None)
+    if w is None:
+        raise ValueError(f"{ranks} workers: no W in {WORKERS_CHOICES} holds them")
+    return w
 
 
 def allreduce_times_ms(params, exposure_pct, cp=CommParams(), bits=BITS_PER_ELEMENT):
@@ -70,5 +91,9 @@ def allreduce_times_ms(params, exposure_pct, cp=CommParams(), bits=BITS_PER_ELEM
         "G-Binary ring (multi-hop, widening counts)": low_ring,
         "G-Binary (CXL-side)": 2 * params * bits["gbinary"] / 8 / cxl * expose,
         "G-Ternary (CXL-side)": 2 * params * bits["gternary"] / 8 / cxl * expose,
+        "G-Binary (CXL-side), today's read: a W-bit lane an element":
+            params * (bits["gbinary"] + controller_workers(n)) / 8 / cxl * expose,
+        "G-Binary (CXL-side), packed view: 2 bits an element":
+            params * (bits["gbinary"] + PACKED_VIEW_BITS) / 8 / cxl * expose,
     }
     return {k: v * 1e3 for k, v in times.items()}

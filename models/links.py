@@ -37,10 +37,10 @@ import math
 from dataclasses import dataclass
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, WORKERS_CHOICES
-from neuron_fabric.models.commtime import CommParams
+from neuron_fabric.models.commtime import PACKED_VIEW_BITS, CommParams, controller_workers
 from neuron_fabric.models.envelope.params import ANCHOR
 
-__all__ = ["Links", "PEERS", "controller_workers", "peer_bytes", "comm_time_s", "winners"]
+__all__ = ["Links", "PEERS", "peer_bytes", "comm_time_s", "winners"]
 
 #: Every peer of the projection: name -> (label, transport).  The names of
 #: the measured peers are the race's (``experiments/ddp/race_rank.py``).
@@ -81,12 +81,6 @@ class Links:
             raise ValueError(f"{n_workers} workers do not split into {c} controllers of at "
                              f"most {MAX_RANKS}")
         return c
-
-
-def controller_workers(ranks):
-    """W of a controller for ``ranks`` ranks: the smallest allowed W at least
-    ``ranks`` with ``W - ranks`` even (the spare slots cancel in pairs)."""
-    return next(w for w in WORKERS_CHOICES if w >= ranks and (w - ranks) % 2 == 0)
 
 
 def _ring(n_workers, nbytes):
@@ -132,7 +126,7 @@ def _low_bit(out, peer, n, big_n, controllers, line_bytes):
     w = controller_workers(r)
     line_bits = 8 * line_bytes
     lines = -(-n // (line_bits // w))            # level-1 source lines
-    read_bits = {"gbinary-packed": 2, "gbinary-paper": 1}.get(peer)
+    read_bits = {"gbinary-packed": PACKED_VIEW_BITS, "gbinary-paper": 1}.get(peer)
     packed = lambda: -(-n * read_bits // line_bits) * line_bytes
     read = lines * line_bytes if read_bits is None else packed()
     # The packed view reads every source line (one burst a response line);

@@ -408,6 +408,12 @@ def _fig7_section(r, comm):
              "hardware stores G-Ternary as one sign bit per element and derives the zero gate "
              "on the read side, so in this project G-Ternary costs the G-Binary time; the "
              "1.58-bit row follows the paper's accounting.\n")
+    s.append("What a read returns decides the rest. The paper's rows count a 1-bit read "
+             "(\"G-Binary (CXL-side)\": 1 bit written and 1 bit read an element). Under "
+             "today's contract a G-Binary read returns a W-bit lane an element (W = 8 for 8 "
+             "workers: 1 + 8 bits, the row \"today's read\"); the packed result view of "
+             "contract section 6 returns 2 bits an element (1 + 2 bits, the row \"packed "
+             "view\"). The three rows are the same write at three read sizes.\n")
     return s
 
 
