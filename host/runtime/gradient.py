@@ -6,11 +6,10 @@ import asyncio
 
 import numpy as np
 
-from neuron_fabric.host import golden
 from neuron_fabric.host import encoding as _encoding
-from neuron_fabric.host.runtime.engine import (align_view, check_device, check_policy, direction,
-                                               program_view, read_results, reads_view, view_window,
-                                               write_signs)
+from neuron_fabric.host.runtime.engine import (aggregate, align_view, check_device, check_policy,
+                                               direction, program_view, reads_view, segments_of,
+                                               view_window)
 from neuron_fabric.host.runtime.policy import FP32, FP32_BYTES, GroupTraffic, GroupWindow
 from neuron_fabric.models.traffic import packed_lines
 
@@ -247,11 +246,11 @@ class GradientRuntime:
         turn = self._traffic[name].steps % policy.period if policy.rotate else 0
         lines = _encoding.encode_signs(np.roll(g, turn, axis=1) if turn else g,
                                        self._params.line_bits, policy.layout, policy.encoding)
-        up, writes = await write_signs(self._port, w.base, lines, workers, policy.layout)
         view = self._views[name] if reads_view(self._driver, policy) else None
-        values, down, reads = await read_results(
-            self._port, w, view, n, lambda resp: golden.decode(resp, workers, policy.format, n))
-        self._traffic[name].add(up, down, fp32_up, fp32_down, writes, reads)
+        values, moved = await aggregate(self._port, w, lines, n, workers, policy.format,
+                                        segments=segments_of(policy.layout, workers), view=view)
+        self._traffic[name].add(moved.up, moved.down, fp32_up, fp32_down, moved.writes,
+                                moved.reads)
         return direction(np.roll(values, -turn) if turn else values, policy.format, workers)
 
     # -- accounting ----------------------------------------------------------------

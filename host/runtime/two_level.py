@@ -15,9 +15,9 @@ import numpy as np
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, Mode, Operand, count_geometry
 from neuron_fabric.host import golden
-from neuron_fabric.host.runtime.engine import (check_device, check_policy, check_worker_major,
-                                               direction, program_view, read_results, reads_view,
-                                               view_window, write_signs, write_worker_major)
+from neuron_fabric.host.runtime.engine import (Moved, aggregate, check_device, check_policy,
+                                               check_worker_major, direction, program_view,
+                                               reads_view, segments_of, view_window)
 from neuron_fabric.host.runtime.policy import FP32_BYTES, GroupPolicy, GroupTraffic, GroupWindow
 from neuron_fabric.models.traffic import packed_lines
 
@@ -156,28 +156,22 @@ class TwoLevelRuntime:
         layout, workers, n = self.policy.layout, self.workers, self.elements
         bits, contributors = count_geometry(self.operand)
         counts = np.empty((self.groups, n), dtype=np.int64)
-        up = writes = 0
+        level1 = []
         for i, (port, driver) in enumerate(self._level1):
             lines = golden.encode_signs(g[i * workers:(i + 1) * workers],
                                         driver.params.line_bits, layout)
-            moved, requests = await write_signs(port, w1.base, lines, workers, layout)
-            up, writes = up + moved, writes + requests
-            resp = await port.read_lines(w1.base, w1.lines)
-            counts[i] = golden.decode(resp, workers, Format.COUNT, n)
-        down = self.groups * w1.lines * w1.line_bytes
-        self._traffic["level1"].add(up, down, 0, 0, writes, self.groups * w1.lines)
+            counts[i], moved = await aggregate(port, w1, lines, n, workers, Format.COUNT,
+                                               segments=segments_of(layout, workers))
+            level1.append(moved)
+        moved = Moved(*map(sum, zip(*level1)))
+        self._traffic["level1"].add(moved.up, moved.down, 0, 0, moved.writes, moved.reads)
         port2, driver2 = self._level2
         lines = golden.encode_counts(counts & ((1 << bits) - 1), driver2.params.line_bits,
                                      self.operand, layout)
-        if layout == Layout.WORKER_MAJOR:
-            up, writes = await write_worker_major(port2, w2.base, lines, contributors,
-                                                  self.groups)
-        else:
-            await port2.write_lines(w2.base, lines)
-            up, writes = lines.size, len(lines)
-        values, down, reads = await read_results(
-            port2, w2, self._view, n, lambda resp: golden.decode_counts(resp, self.policy.format, n))
-        self._traffic["level2"].add(up, down, 0, 0, writes, reads)
+        values, moved = await aggregate(port2, w2, lines, n, COUNT_LANE_BITS, self.policy.format,
+                                        segments=segments_of(layout, contributors),
+                                        writers=self.groups, view=self._view)
+        self._traffic["level2"].add(moved.up, moved.down, 0, 0, moved.writes, moved.reads)
         return values
 
     async def step(self, grads):
