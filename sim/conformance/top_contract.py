@@ -14,6 +14,8 @@ AMASK = (1 << 52) - 1
 ID, VERSION, CAPS0, CAPS1, DEFAULT_CFG, STATUS = 0x000, 0x004, 0x008, 0x00C, 0x010, 0x014
 # CAPS2 (v2.2): bit 4 the hierarchy feature, [31:24] the profile (0 full, 1 paper)
 CAPS2, CAPS2_HIERARCHY, CAPS2_PROFILE_SHIFT = 0x018, 1 << 4, 24
+# section 6.1: bit 5 the packed view; without it a region's 0x14, 0x18, 0x1C are unmapped
+CAPS2_PACKED_VIEW, VIEW_OFFSETS = 1 << 5, (0x14, 0x18, 0x1C)
 PROFILE_FULL, PROFILE_PAPER = 0, 1
 def CNT_LO(j): return 0x080 + 8 * j
 def CNT_HI(j): return 0x084 + 8 * j
