@@ -17,12 +17,16 @@ Pilots (``python -m neuron_fabric.experiments.pilots``, ``make pilots``):
   G-Binary-default (recovery), all with the same fault window on the
   low-bit path (:data:`DEVICE_FAULT`: a fraction of the sign bits flipped
   in device memory after every write, :class:`~neuron_fabric.host.
-  fault_injection.BitFlipPort`).  The FP32 path never reads the device, so
+  fault_injection.FaultPort`).  The FP32 path never reads the device, so
   a return to FP32 can help.
+* ``faults``: the subtler faults of :mod:`.faults` (1% flips, a stuck lane,
+  a stale worker segment, and the 75% flips), from the window's start to
+  the end: detection delay, false alarms, accuracy and traffic.
 * ``label-noise`` (negative control): the same traces with a window of
   random labels instead (:data:`DEGRADATION`), which FP32 cannot fix: what
   a Supervisor alarm costs when returning to FP32 does not help.
-* ``ladder``: the hard task with the live ladder against fixed splits.
+* ``ladder``: ``pairs`` (:data:`LADDER_TASK`, the hard task without
+  ``pairs-hard``'s corruptions) with the live ladder against fixed splits.
 * ``late`` (Fig. 3d, in the loop): G-Binary-default with the device fault
   and every mode write applied ``k`` steps late.
 
@@ -31,7 +35,7 @@ Writes ``pilots.md``, ``pilots.json`` and ``pilots_*.png`` (see
 
 The package: :mod:`.config` (:class:`LoopConfig`, the windows, rates and
 Commander), :mod:`.loop` (the training loop), :mod:`.runs` (the pilots'
-runs), :mod:`.markdown` (``pilots.md``), :mod:`.plots` (the figures) and
+runs), :mod:`.faults` (the realistic faults and their metrics), :mod:`.markdown` (``pilots.md``), :mod:`.plots` (the figures) and
 :mod:`.cli` (the command line); every name is re-exported here.
 """
 
@@ -40,9 +44,10 @@ from neuron_fabric.experiments.pilots.config import (DEGRADATION, DEVICE_FAULT, 
                                                      DeviceFault, LoopConfig,
                                                      loop_config_from_json, loop_config_to_json)
 from neuron_fabric.experiments.pilots.loop import diagnostics, run_on_model, train_loop
-from neuron_fabric.experiments.pilots.runs import (LADDER_SEEDS, LADDER_SPLITS, LATE_DELAYS,
-                                                   RECOVERY_TRACES, SEEDS, run_pilots,
-                                                   tune_rates)
+from neuron_fabric.experiments.pilots.runs import (LADDER_SEEDS, LADDER_SPLITS, LADDER_TASK,
+                                                   LATE_DELAYS, RECOVERY_TRACES, SEEDS,
+                                                   run_pilots, tune_rates)
+from neuron_fabric.experiments.pilots.faults import FAULTS, fault_metrics
 from neuron_fabric.experiments.pilots.markdown import PAPER, report
 from neuron_fabric.experiments.pilots.plots import plot_ladder_and_late, plot_recovery
 from neuron_fabric.experiments.pilots.cli import main
@@ -51,4 +56,5 @@ __all__ = ["Degradation", "DeviceFault", "LoopConfig", "DEGRADATION", "DEVICE_FA
            "LR_GRID", "PILOT_COMMANDER", "RTL_CONFIG", "loop_config_to_json",
            "loop_config_from_json", "PAPER", "train_loop", "run_on_model", "tune_rates",
            "main", "diagnostics", "SEEDS", "LADDER_SEEDS", "RECOVERY_TRACES", "LADDER_SPLITS",
-           "LATE_DELAYS", "run_pilots", "report", "plot_recovery", "plot_ladder_and_late"]
+           "LATE_DELAYS", "run_pilots", "report", "plot_recovery", "plot_ladder_and_late",
+           "LADDER_TASK", "FAULTS", "fault_metrics"]

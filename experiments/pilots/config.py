@@ -6,8 +6,9 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 
 from neuron_fabric.host.control import FP32, LOW_BIT_MODES, CommanderConfig, SupervisorConfig
+from neuron_fabric.host.fault_injection import BitFlips, StaleWorker, StuckLane
 
-__all__ = ["Degradation", "DeviceFault", "LoopConfig", "DEGRADATION", "DEVICE_FAULT", "LR",
+__all__ = ["Degradation", "DeviceFault", "FAULT_KINDS", "LoopConfig", "DEGRADATION", "DEVICE_FAULT", "LR",
            "LR_GRID", "PILOT_COMMANDER", "RTL_CONFIG", "loop_config_to_json",
            "loop_config_from_json"]
 
@@ -25,13 +26,36 @@ class Degradation:
 @dataclass(frozen=True)
 class DeviceFault:
     """A fault window on the low-bit path: at steps ``start <= s < stop``
-    each bit the runtime writes into device memory is flipped with
-    probability ``fraction`` (:class:`BitFlipPort`).  Above 0.5 the
-    stored votes lean to the opposite of the workers' signs, so G-Binary
-    climbs the loss."""
+    the sign lines the runtime writes are corrupted in device memory
+    (:class:`~neuron_fabric.host.fault_injection.FaultPort`), by ``kind``:
+
+    * ``flip``: each bit flipped with probability ``fraction``; above 0.5
+      the stored votes lean to the opposite of the workers' signs, so
+      G-Binary climbs the loss;
+    * ``stuck-lane``: lane 0 of every line stuck at 1 (one element in 64
+      votes +1 at every step);
+    * ``stale-worker``: worker 0's bits left as they were (its segment stale).
+    """
     start: int
     stop: int
     fraction: float = 0.75
+    kind: str = "flip"
+
+    def __post_init__(self):
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"kind must be one of {FAULT_KINDS}, not {self.kind!r}")
+
+    def make(self):
+        """The :mod:`~neuron_fabric.host.fault_injection` fault."""
+        if self.kind == "stuck-lane":
+            return StuckLane(lane=0, value=True)
+        if self.kind == "stale-worker":
+            return StaleWorker(worker=0)
+        return BitFlips(self.fraction)
+
+
+#: The kinds of :class:`DeviceFault`.
+FAULT_KINDS = ("flip", "stuck-lane", "stale-worker")
 
 
 #: The label-noise window (negative control): a tenth of the easy task's
@@ -85,7 +109,7 @@ class LoopConfig:
         The control plane's Commander default and the late-update delay.
     degradation : Degradation or None
     fault : DeviceFault or None
-        Sign bits flipped in device memory during a window.
+        Sign lines corrupted in device memory during a window.
     evals : int
         Validation and test-accuracy evaluations along the run (the
         per-epoch trace), plus one at each edge of the degradation and

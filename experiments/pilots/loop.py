@@ -30,7 +30,7 @@ from neuron_fabric.host.control import (
 )
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.host.fault_injection import BitFlipPort
+from neuron_fabric.host.fault_injection import FaultPort
 from neuron_fabric.host.runtime import GradientRuntime
 
 __all__ = ["diagnostics", "train_loop", "run_on_model"]
@@ -64,10 +64,11 @@ def _labels(y, step, cfg, classes, rng):
 
 async def _runtime(cfg, port, driver, sizes):
     """``(port, runtime, plane)``: the gradient runtime on ``port`` (behind a
-    :class:`BitFlipPort` when ``cfg`` has a fault), and the control plane
+    :class:`FaultPort` when ``cfg`` has a fault), and the control plane
     started on it (None when ``cfg.fixed`` sets the modes instead)."""
     if cfg.fault is not None:
-        port = BitFlipPort(port, cfg.fault.fraction, seed=[cfg.seed, 3])
+        port = FaultPort(port, cfg.fault.make(), seed=[cfg.seed, 3],
+                         workers=driver.params.workers)
     rt = await GradientRuntime.create(port, driver, sizes, {g: MODE_POLICY[FP32] for g in sizes})
     plane = None
     if cfg.fixed is None:

@@ -87,6 +87,26 @@ def _false_alarm(traces):
     return float(np.mean(diffs)), float(np.std(diffs, ddof=1)) if len(diffs) > 1 else 0.0
 
 
+def _faults_section(results):
+    rows = results.get("fault_rows", [])
+    if not rows:
+        return []
+    lines = ["## Realistic faults on the low-bit path", "",
+             "Each fault from the device-fault window's first step to the end of the run "
+             "(`experiments/pilots/faults.py`): 75% and 1% of the written bits flipped, lane 0 "
+             "of every line stuck at 1, worker 0's segment left stale. Detection delay: steps "
+             "from the fault's start to the Supervisor's first return to FP32; false alarms: "
+             "its returns before the fault.", "",
+             "| fault | trace | detected (seeds) | mean delay (steps) | false alarms | "
+             "final accuracy (%) | traffic vs FP32 |", "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        delay = "-" if r["mean_delay"] is None else f"{r['mean_delay']:.1f}"
+        lines.append(f"| {r['fault']} | {r['trace']} | {r['detected']} of {r['seeds']} | {delay} | "
+                     f"{r['false_alarms']} | {r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f} | "
+                     f"{r['traffic_ratio']:.3f}x |")
+    return lines + [""]
+
+
 def report(results):
     """pilots.md text."""
     windows = results.get("windows", {})
@@ -118,6 +138,7 @@ def report(results):
         lines += ["", "Per seed (final test accuracy, %):", "",
                   *_per_seed_table(results["recovery"])]
     lines += ["", "![recovery trace](pilots_recovery.png)", ""]
+    lines += _faults_section(results)
     noise = results.get("label-noise")
     if noise:
         w = windows.get("label_noise")
@@ -132,7 +153,7 @@ def report(results):
                       f"{cost[0]:+.2f} ± {cost[1]:.2f} points over the seeds.", ""]
     ladder = results.get("ladder", {})
     if ladder:
-        lines += ["## Live ladder on the hard task (pairs, 100 classes)", "",
+        lines += [f"## Live ladder on `{results.get('ladder_task', 'pairs')}` (100 classes)", "",
                   "| policy | split chosen (per seed) | traffic vs FP32 | final accuracy (%) |",
                   "|---|---|---:|---:|"]
         for trace, per_seed in ladder.items():

@@ -15,12 +15,13 @@ from neuron_fabric.experiments.pilots.config import (
     DeviceFault,
     LoopConfig,
 )
+from neuron_fabric.experiments.pilots.faults import fault_rows, fault_runs
 from neuron_fabric.experiments.pilots.loop import run_on_model
 from neuron_fabric.experiments.train.models import GROUPS
 from neuron_fabric.host.control import FP32
 
-__all__ = ["SEEDS", "LADDER_SEEDS", "RECOVERY_TRACES", "LADDER_SPLITS", "LATE_DELAYS",
-           "tune_rates", "run_pilots"]
+__all__ = ["SEEDS", "LADDER_SEEDS", "LADDER_TASK", "RECOVERY_TRACES", "LADDER_SPLITS",
+           "LATE_DELAYS", "tune_rates", "run_pilots", "run_summaries", "windows"]
 
 #: Seeds of every pilot (the recovery pilot's spread exceeds 2 points).
 SEEDS = (0, 1, 2, 3, 4)
@@ -33,6 +34,11 @@ RECOVERY_TRACES = {
     "fp32-default": dict(default_mode=FP32),
     "gbinary-default": dict(default_mode="gbinary"),
 }
+
+#: The ladder pilot's task: ``pairs``, the hard task without the
+#: corruptions of ``pairs-hard`` (the pilots' small model learns it in 600
+#: steps).
+LADDER_TASK = "pairs"
 
 #: The hard task's fixed splits beside the live ladder.
 LADDER_SPLITS = {
@@ -60,7 +66,7 @@ def _easy(quick):
     return dict(task="digits", steps=120 if quick else 300)
 
 
-def _windows(quick):
+def windows(quick):
     """``(label noise, device fault)`` windows."""
     if quick:
         return Degradation(60, 72, DEGRADATION.noise), DeviceFault(60, 72, DEVICE_FAULT.fraction)
@@ -71,7 +77,7 @@ def _job(cfg):
     return _summary(run_on_model(cfg))
 
 
-def _run(configs, jobs, progress, desc):
+def run_summaries(configs, jobs, progress, desc):
     """Summaries of ``configs`` in their order, run in ``jobs`` spawned
     processes (one XLA thread each); every run is deterministic, so the
     order of completion changes nothing but the wall time."""
@@ -104,7 +110,7 @@ def tune_rates(quick=False, jobs=1, progress=True):
     configs = [LoopConfig(seed=0, fixed={g: mode for g in GROUPS},
                           lr={**LR, mode: lr}, **_easy(quick))
                for mode, grid in LR_GRID.items() for lr in grid]
-    results = _run(configs, jobs, progress, "pilot learning rates")
+    results = run_summaries(configs, jobs, progress, "pilot learning rates")
     trials = [dict(mode=next(iter(c.fixed.values())), lr=c.lr[next(iter(c.fixed.values()))],
                    val=r["final_val"]) for c, r in zip(configs, results)]
     rates = {m: max((t for t in trials if t["mode"] == m),
@@ -113,26 +119,29 @@ def tune_rates(quick=False, jobs=1, progress=True):
 
 
 def _pilot_runs(quick, rates):
-    """``(pilot, trace, cfg)`` for every run."""
+    """``(keys, cfg)`` for every run: ``keys`` the path of its summary in
+    the results (pilot, [fault,] trace)."""
     seeds = SEEDS[:1] if quick else SEEDS
-    noise, fault = _windows(quick)
+    noise, fault = windows(quick)
     easy = dict(_easy(quick), lr=dict(rates))
     runs = []
     for pilot, window in (("recovery", dict(fault=fault)),
                           ("label-noise", dict(degradation=noise))):
         for name, kw in RECOVERY_TRACES.items():
             for s in seeds:
-                runs.append((pilot, name, LoopConfig(seed=s, **window, **easy, **kw)))
-    hard = dict(task="pairs", steps=200 if quick else 600, lr=dict(rates))
+                runs.append(((pilot, name), LoopConfig(seed=s, **window, **easy, **kw)))
+    runs += [(("faults", name, trace), cfg)
+             for name, trace, cfg in fault_runs(seeds, easy, fault.start)]
+    hard = dict(task=LADDER_TASK, steps=200 if quick else 600, lr=dict(rates))
     for s in LADDER_SEEDS[:1] if quick else LADDER_SEEDS:
-        runs.append(("ladder", "live ladder", LoopConfig(seed=s, **hard)))
+        runs.append((("ladder", "live ladder"), LoopConfig(seed=s, **hard)))
         for name, split in LADDER_SPLITS.items():
-            runs.append(("ladder", name, LoopConfig(seed=s, fixed=split, **hard)))
+            runs.append((("ladder", name), LoopConfig(seed=s, fixed=split, **hard)))
     for k in LATE_DELAYS:
         for s in seeds:
-            runs.append(("late", f"delay {k}", LoopConfig(seed=s, fault=fault,
-                                                          default_mode="gbinary",
-                                                          delay_steps=k, **easy)))
+            runs.append((("late", f"delay {k}"), LoopConfig(seed=s, fault=fault,
+                                                            default_mode="gbinary",
+                                                            delay_steps=k, **easy)))
     return runs
 
 
@@ -141,11 +150,16 @@ def run_pilots(quick=False, progress=True, jobs=1):
     ``learning_rates`` (``rates``, ``trials``) and ``windows``."""
     rates, trials = tune_rates(quick, jobs, progress)
     runs = _pilot_runs(quick, rates)
-    results = _run([c for *_, c in runs], jobs, progress, "pilots")
+    results = run_summaries([c for _, c in runs], jobs, progress, "pilots")
     out = {}
-    for (pilot, trace, cfg), summary in zip(runs, results):
-        out.setdefault(pilot, {}).setdefault(trace, {})[str(cfg.seed)] = summary
-    noise, fault = _windows(quick)
+    for (keys, cfg), summary in zip(runs, results):
+        node = out
+        for key in keys:
+            node = node.setdefault(key, {})
+        node[str(cfg.seed)] = summary
+    noise, fault = windows(quick)
     out["learning_rates"] = dict(rates=rates, trials=trials)
     out["windows"] = dict(label_noise=asdict(noise), device_fault=asdict(fault))
+    out["ladder_task"] = LADDER_TASK
+    out["fault_rows"] = fault_rows(out.get("faults", {}), fault.start)
     return out

@@ -53,3 +53,30 @@ def test_quick_rates_and_the_config_round_trip():
 def test_fault_fraction_is_checked(bad):
     with pytest.raises(ValueError, match="fraction"):
         _run(fixed={g: "gbinary" for g in GROUPS}, fault=DeviceFault(0, 2, bad))
+
+
+def test_a_subtle_fault_changes_the_run_only_from_its_start():
+    fixed = {g: "gbinary" for g in GROUPS}
+    clean = _run(fixed=fixed)
+    for kind in ("stuck-lane", "stale-worker"):
+        faulty = _run(fixed=fixed, fault=DeviceFault(4, 12, kind=kind))
+        assert faulty["flipped"] > 0
+        assert faulty["loss"][:5] == clean["loss"][:5] and faulty["loss"] != clean["loss"]
+    with pytest.raises(ValueError, match="kind must be one of"):
+        DeviceFault(0, 2, kind="melted")
+
+
+def test_fault_metrics_by_hand():
+    # Supervisor returns at steps 40 (before the fault at 100: a false
+    # alarm) and 107 and 150 (the first after the start: delay 7).
+    summary = dict(decisions=[dict(step=40, reason="Supervisor: loss"),
+                              dict(step=60, reason="Commander: admission"),
+                              dict(step=107, reason="Supervisor: loss"),
+                              dict(step=150, reason="Supervisor: loss")],
+                   final_accuracy=0.9, traffic_ratio=0.2, low_bit_share=0.5)
+    m = pilots.fault_metrics(summary, 100)
+    assert (m["detection_delay"], m["false_alarms"]) == (7, 1)
+    quiet = dict(summary, decisions=[dict(step=60, reason="Commander: admission")])
+    rows = pilots.faults.fault_rows({"stuck lane": {"t": {"0": summary, "1": quiet}}}, 100)
+    assert rows[0]["detected"] == 1 and rows[0]["mean_delay"] == 7
+    assert rows[0]["accuracy_mean"] == pytest.approx(90.0) and rows[0]["accuracy_std"] == 0.0
