@@ -34,7 +34,7 @@ VERILOG_DIR ?= build/verilog
 REGDOCS     ?= docs/registers.md build/docs/registers.md
 export NEURON_FABRIC_REPORTS := $(abspath $(REPORTS))
 
-.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick train-rates train-batch64 hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full
+.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick train-rates train-batch64 hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full evidence
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -128,6 +128,10 @@ ddp-quick: $(STAMP)
 
 train: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
+
+# (SMOKE=1: one seed, two steps, batch 16, one policy of each kind, into the quick folder)
+evidence: $(STAMP)
+	$(PY) -m neuron_fabric.experiments.train.evidence --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
 
 train-full: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--full --out $(REPORTS)/full)

@@ -13,6 +13,7 @@ Splits are fixed per seed: the same seed always gives the same arrays.
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -131,8 +132,10 @@ def pairs_hard(seed=0, train=30_000, val=2_000, test=2_000):
 TASKS = {"digits": digits, "pairs": pairs, "pairs-hard": pairs_hard}
 
 
+@lru_cache(maxsize=8)
 def load_task(name, seed=0):
-    """The task called ``name`` for ``seed``."""
+    """The task called ``name`` for ``seed`` (the last few kept: a process
+    that runs many configurations builds each task once)."""
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; known: {sorted(TASKS)}")
     return TASKS[name](seed)

@@ -198,6 +198,40 @@ def test_pilots(tmp_path):
     assert "FP32-default" not in body                                    # no such trace given
 
 
+def test_evidence(tmp_path):
+    def diff(mean, lo, hi):
+        return dict(mean=mean, lo=lo, hi=hi, n=5)
+
+    def claim(name, enc, paper, ours, verdict, batch=16):
+        return dict(claim=name, batch=batch, encoding=enc, paper=paper,
+                    paper_text=f"{paper:+.2f} (CIFAR-100)", ours=ours, verdict=verdict,
+                    reason="regime")
+
+    split = "Table 6: G-Binary backbone + FP32 head − FP32"
+    data = dict(quick=False, jobs=1, seeds=[1, 2, 3, 4, 5], tune_seed=100,
+                steps={"pairs-hard": 300}, batches=[16, 64],
+                group_sizes={"pairs-hard": {"backbone": 7500, "head": 2500}},
+                tuning=[dict(interior=True), dict(interior=False)],
+                zeros={"16": 0.085, "64": 0.02}, wall_seconds=3000,
+                claims=[claim(split, "negative", -1.34, diff(-3.0, -4.5, -1.5), "does not agree"),
+                        claim(split, "random", -1.34, diff(-1.0, -2.0, 0.0), "agrees"),
+                        claim(split, "random", -1.34, diff(-1.0, -2.0, 0.0), "agrees", 64)],
+                pilots=dict(noise_rows=[dict(trace="gbinary-default", start=150, seeds=5,
+                                             detected=5, vs_fp32=diff(-6.5, -8.0, -5.0))]))
+    _write(tmp_path, "evidence.json", data)
+    body = figures.render("evidence", tmp_path)
+    # one row per claim and batch, the encodings in it; verdicts differ, so each is named
+    assert "| Table 6: G-Binary backbone + FP32 head − FP32 | 16 | -1.34 (CIFAR-100) | " \
+           "packing -3.00 [-4.50, -1.50]; random -1.00 [-2.00, +0.00] | packing: does not " \
+           "agree; random: agrees | regime |" in body
+    assert "| 64 | -1.34 (CIFAR-100) | random -1.00 [-2.00, +0.00] | agrees | regime |" in body
+    # head 2,500 of 10,000 parameters; 1 of 2 chosen rates interior
+    assert "head 25.00% of 10,000 parameters" in body and "(1 of 2 chosen rates interior" in body
+    assert "8.5% at 16, 2.0% at 64" in body and "Wall time 50 min, 1 process:" in body
+    assert "G-Binary-default − always-FP32 -6.50 [-8.00, -5.00] points" in body
+    assert "in 5 of 5 seeds" in body and "QUICK" not in body
+
+
 def test_hierarchy(tmp_path):
     def scheme(label, mean, std):
         return dict(label=label, accuracy_mean=mean, accuracy_std=std)
