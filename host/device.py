@@ -19,7 +19,7 @@ values and writable masks from :mod:`.regmap`, the CFG check from
 profile's hard-wired features from :mod:`.facts`, the read transform (sign
 lines of either layout, count operands: contract sections 2 and 5) and the
 gate phase from :mod:`.golden`, a packed view's lines (contract section 6)
-from :func:`.golden.packed.pack_view`.  What is written here is only what contract 4
+from :func:`.golden.pack_view`.  What is written here is only what contract 4
 states and no host module holds: the write merge under WSTRB, the region
 match, which events set which STATUS bit and the memory.
 
@@ -52,8 +52,7 @@ import numpy as np
 
 from neuron_fabric.contract.facts import (COUNT_LANE_BITS, CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFILES, Mode,
                                           Operand, Profile, ReqOpcode, RwdOpcode, TopParams, view_beats)
-from neuron_fabric.host.golden import line_phase, transform, transform_counts
-from neuron_fabric.host.golden.packed import pack_view
+from neuron_fabric.host.golden import line_phase, pack_view, transform, transform_counts
 from neuron_fabric.contract.regmap import (ADDR_BITS, COUNTERS, DATA_BITS, STATUS_BITS, VIEW_FIELDS, RegisterMap,
                                            cfg_check, cfg_decode, view_check)
 

@@ -45,7 +45,9 @@ The package's modules hold the definitions by what they are: ``checks``
 (configuration checks), ``lane`` (the one-lane references), ``gate`` (the
 PATTERN gate), ``swar`` (the vectorised sign transform), ``layout``
 (worker-major permutation), ``encodings`` (encode and decode) and
-``counts`` (count operands, wide votes); every public name is importable
+``counts`` (count operands, wide votes) and ``packed`` (the packed result
+view, contract section 6: :func:`pack_view`, :func:`unpack_view`,
+:func:`view_code`); every public name is importable
 from here, and nothing outside the package imports the modules.
 """
 
@@ -56,6 +58,7 @@ from neuron_fabric.host.golden.encodings import (decode, decode_counts, encode_c
 from neuron_fabric.host.golden.gate import gate_pattern, line_phase
 from neuron_fabric.host.golden.lane import transform_count_lane, transform_lane
 from neuron_fabric.host.golden.layout import to_element_major, to_worker_major
+from neuron_fabric.host.golden.packed import pack_view, unpack_view, view_code
 from neuron_fabric.host.golden.swar import transform
 
 __all__ = [
@@ -63,4 +66,5 @@ __all__ = [
     "encode_signs", "decode", "line_phase", "lines_from_ints", "lines_to_ints",
     "to_element_major", "to_worker_major", "encode_counts",
     "transform_count_lane", "transform_counts", "decode_counts", "transform_wide",
+    "pack_view", "unpack_view", "view_code",
 ]

@@ -12,8 +12,9 @@ is the encoding of one result.
 
 import numpy as np
 
-from neuron_fabric.contract.facts import (COUNT_LANE_BITS, LINE_BITS_CHOICES, Format, GateKind,
-                                          Layout, Mode, Operand, view_beats)
+from neuron_fabric.contract.facts import (COUNT_LANE_BITS, Format, GateKind, Layout, Mode, Operand,
+                                          view_beats)
+from neuron_fabric.host.golden.checks import check_lines
 from neuron_fabric.host.golden.counts import transform_counts
 from neuron_fabric.host.golden.gate import line_phase
 from neuron_fabric.host.golden.swar import transform
@@ -22,14 +23,6 @@ __all__ = ["pack_view", "unpack_view", "view_code", "RESULT_BITS"]
 
 #: Bits of one element's result in a view line.
 RESULT_BITS = 2
-
-
-def _check_lines(lines):
-    lines = np.asarray(lines)
-    if lines.dtype != np.uint8 or lines.ndim != 2 or lines.shape[1] * 8 not in LINE_BITS_CHOICES:
-        raise ValueError(f"lines must be uint8 of shape (L, LINE_BYTES), LINE_BITS in "
-                         f"{LINE_BITS_CHOICES}, not {lines.dtype} of shape {lines.shape}")
-    return lines
 
 
 def view_code(result):
@@ -62,7 +55,7 @@ def pack_view(source, workers, mode, gate_kind=GateKind.PATTERN, period=3, keep=
     ndarray of uint8, shape (L, LINE_BYTES)
         Element ``t`` of view line ``l`` at bits ``[2t, 2t+2)``.
     """
-    source = _check_lines(source)
+    source = check_lines(source)
     if mode not in (Mode.GBINARY, Mode.GTERNARY):
         raise ValueError(f"a packed view needs mode G-Binary or G-Ternary, not {mode!r}")
     if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
@@ -90,7 +83,7 @@ def pack_view(source, workers, mode, gate_kind=GateKind.PATTERN, period=3, keep=
 def unpack_view(lines, n=None):
     """The results (int8, -1/0/+1) of view ``lines``, ``LINE_BITS / 2`` a line,
     flat; the first ``n`` when given."""
-    lines = _check_lines(lines)
+    lines = check_lines(lines)
     codes = np.empty((lines.shape[0], lines.shape[1] * 4), dtype=np.int8)
     for k in range(4):
         codes[:, k::4] = (lines >> np.uint8(2 * k)) & 0b11

@@ -24,7 +24,7 @@ import numpy as np
 
 from neuron_fabric.contract.facts import Format, Layout, Operand, view_beats
 from neuron_fabric.contract.regmap import SOURCE_ALIGN_BITS
-from neuron_fabric.host.golden.packed import unpack_view
+from neuron_fabric.host.golden import unpack_view
 from neuron_fabric.host.runtime.policy import GroupWindow
 
 #: Alignment of a window a packed view reads (its SOURCE, contract section 6.1).

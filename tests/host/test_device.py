@@ -11,7 +11,6 @@ import pytest
 from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device, PoisonError, Response
 from neuron_fabric.host.driver import BusError, CfgError, Driver
-from neuron_fabric.host.golden.packed import pack_view
 from neuron_fabric.contract.facts import (DRS_MEMDATA, FEATURES, NDR_CMP, Format, GateKind, Layout, Mode,
                                           Operand, Profile, ReqOpcode, RwdOpcode, TopParams, view_beats)
 from neuron_fabric.contract.regmap import (STATUS_BITS, VERSION_MAJOR, VERSION_MINOR, RegisterMap,
@@ -566,7 +565,7 @@ def test_view_reads_are_the_golden_view(operand):
     dev.faults.read_lines.add(0x2_0000_0000 // lb + 5 * beats + 1)
     with pytest.raises(PoisonError) as err:
         run(dev.read_lines(40 * lb, 20))
-    want = pack_view(src, params.workers, Mode.GTERNARY, GateKind.PATTERN, 7, 4,
+    want = golden.pack_view(src, params.workers, Mode.GTERNARY, GateKind.PATTERN, 7, 4,
                      layout=Layout.WORKER_MAJOR, **counts)
     assert err.value.addrs == [45 * lb]
     good = [k for k in range(20) if k != 5]

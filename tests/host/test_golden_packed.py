@@ -6,9 +6,9 @@ import pytest
 
 from neuron_fabric.contract.facts import (GateKind, Layout, Mode, Operand, LINE_BITS_CHOICES,
                                           WORKERS_CHOICES, view_beats)
-from neuron_fabric.host.golden import (encode_counts, to_worker_major, transform_count_lane,
-                                       transform_lane)
-from neuron_fabric.host.golden.packed import pack_view, unpack_view, view_code
+from neuron_fabric.host.golden import (encode_counts, pack_view, to_worker_major,
+                                       transform_count_lane, transform_lane, unpack_view,
+                                       view_code)
 
 ALL_ONES = 0xFF
 
