@@ -22,8 +22,9 @@ from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.contract.facts import Format, Layout, Mode, TopParams
-from neuron_fabric.host.ddp.hook import _sync
-from neuron_fabric.host.ddp.pack import decode_direction, pack_signs
+from neuron_fabric.host.ddp.pack import pack_signs
+from neuron_fabric.host.ddp.replica import run_untimed
+from neuron_fabric.host.runtime import engine
 from neuron_fabric.experiments.timing import best_of
 
 __all__ = ["bench", "main"]
@@ -50,13 +51,14 @@ def bench(elements, workers=(4, 8, 16), line_bits=512):
         lines = -(-elements // lanes)
         t_pack = _best(lambda: pack_signs(g, lines * lanes))
         resp = rng.integers(0, 256, (lines, line_bits // 8), dtype=np.uint8)
-        t_dec = _best(lambda: decode_direction(resp, w, Format.SIGN, elements, w))
+        t_dec = _best(lambda: torch.from_numpy(engine.direction(
+            engine.decode_lanes(resp, w, Format.SIGN, elements, np.float32), Format.SIGN, w)))
         dev = Device(TopParams(line_bits=line_bits, workers=w))
         drv = Driver(dev, dev.params)
-        _sync(drv.set_region(0, base=0, limit=lines * line_bits // 8, mode=Mode.GBINARY,
+        run_untimed(drv.set_region(0, base=0, limit=lines * line_bits // 8, mode=Mode.GBINARY,
                              format=Format.SIGN, layout=Layout.WORKER_MAJOR))
         dev.poke(0, resp)
-        t_dev = _best(lambda: _sync(dev.read_lines(0, lines)), 3)
+        t_dev = _best(lambda: run_untimed(dev.read_lines(0, lines)), 3)
         grads = rng.standard_normal((w, elements // w)).astype(np.float32)
         t_np = _best(lambda: golden.decode(golden.encode_signs(grads, line_bits), w,
                                            Format.SIGN, elements // w), 3)

@@ -27,9 +27,10 @@ Every change is an :class:`~neuron_fabric.host.ddp.hook.Event` in
 import torch
 import torch.distributed as dist
 
-from neuron_fabric.host.control import (FP32, LOW_BIT_MODES, Commander, CommanderConfig, ControlPlane, Predictor,
-                       PredictorConfig, Supervisor, SupervisorConfig, TraceRecord)
-from neuron_fabric.host.ddp.hook_devices import _sync
+from neuron_fabric.host.control import (FP32, LOW_BIT_MODES, Commander, CommanderConfig,
+                                        ControlPlane, Predictor, PredictorConfig, Supervisor,
+                                        SupervisorConfig, TraceRecord)
+from neuron_fabric.host.ddp.replica import run_untimed
 
 __all__ = ["RankControl", "MODES"]
 
@@ -73,11 +74,10 @@ class RankControl:
         self.plane = None
         self.decisions = 0
         if state.rank == 0:
-            driver = state.driver1 if state.driver2 is None else state.driver2
-            self.plane = _sync(ControlPlane(state.regions, driver, Predictor(predictor),
-                                            Commander(state.groups, commander),
-                                            Supervisor(supervisor),
-                                            delay_steps=delay_steps).start())
+            plane = ControlPlane(state.regions, state.replicas.control_driver,
+                                 Predictor(predictor), Commander(state.groups, commander),
+                                 Supervisor(supervisor), delay_steps=delay_steps)
+            self.plane = run_untimed(plane.start())
         self._loss = None
         self._compute_s = 0.0
         state.control = self
@@ -93,19 +93,19 @@ class RankControl:
         sent = torch.tensor([0.0 if self._loss is None else self._loss, self._compute_s,
                              0.0 if self._loss is None else 1.0,
                              1.0 if s.pending_fault is not None else 0.0], dtype=torch.float64)
-        s._all_reduce("control-plane telemetry", sent)
+        s.all_reduce("control-plane telemetry", sent)
         n = len(s.groups)
         decision = torch.zeros(4 + n, dtype=torch.int64)
         if s.rank == 0:
             decision = self._decide(step, sent)
-        s._collective("control-plane broadcast",
+        s.collective("control-plane broadcast",
                       lambda: dist.broadcast(decision, src=self._src(), group=s.group))
         faulted, kind, diagnose = int(decision[0]), _KINDS[int(decision[1])], bool(decision[2])
         if faulted and not s.faulted:
             s.fault(self._fault_detail())
         if not s.faulted:
             modes = {g: MODES[int(decision[4 + i])] for i, g in enumerate(s.groups)}
-            s._apply_modes(modes, kind, program=s.rank != 0)
+            s.apply_modes(modes, kind, program=s.rank != 0)
         s.diagnose = diagnose and not s.faulted
         self._loss = None
 
@@ -127,7 +127,7 @@ class RankControl:
             plane.after_step(trace, float(sent[0]) / world, full)
         if not faulted:
             before = len(plane.log)
-            modes = _sync(plane.before_step(step))
+            modes = run_untimed(plane.before_step(step))
             faulted = plane.faulted
             if len(plane.log) > before:
                 kind = _KINDS.index(_kind(plane.log[-1].reason))
@@ -145,6 +145,6 @@ class RankControl:
         own = s.pending_fault
         if own is None and self.plane is not None and self.plane.faults:
             own = f"rank 0 control plane: {self.plane.faults[-1].error}"
-        s._collective("fault report", lambda: dist.all_gather_object(details, own,
+        s.collective("fault report", lambda: dist.all_gather_object(details, own,
                                                                       group=s.group))
         return "; ".join(d for d in details if d) or "a fault"

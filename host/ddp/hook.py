@@ -1,27 +1,34 @@
 """A PyTorch DDP communication hook that aggregates gradients through
-NEURON-Fabric.
+NEURON-Fabric: the hook's state (:class:`FabricState`) and the hook
+(:func:`fabric_hook`), as PyTorch's own ``powerSGD_hook`` holds its state
+and hook together.
 
 Each rank of the job is one worker of one controller: ranks ``c*R .. c*R +
 R - 1`` share controller ``c`` (``R`` ranks a controller, at most 16).  For
-every DDP bucket the hook (:func:`fabric_hook`, state :class:`FabricState`)
-splits the bucket by parameter group (``bucket.parameters()``); each group
-has a window of the controller's memory and, on a low-bit path, a region of
-its region table programmed through the driver
-(:class:`~neuron_fabric.host.driver.Driver`, by
-:class:`~neuron_fabric.host.runtime.GradientRuntime`).
+every DDP bucket the hook splits the bucket by parameter group
+(``bucket.parameters()``); each group has a window of the controller's
+memory and, on a low-bit path, a region of its region table.  The state
+owns two objects for that:
+
+* its :class:`~.replica.Replicas`: this rank's models of its controller
+  (and of the level-2 controller), with the groups' windows and region
+  tables, programmed alike on every rank;
+* its :class:`~.pool.Pools`: the shared CXL pool its controller's ranks
+  write their segments into (shared memory on one host, an all-gather
+  across hosts).
 
 Low-bit groups (G-Binary, G-Ternary):
 
 1. *write*: the rank packs its gradient signs in torch
    (:func:`.pack.pack_signs`) into its own segment of each line of the
    group's window, worker-major (contract section 5.2): the bytes its
-   MemWrPtl would carry, stored into the pool (:mod:`.pool`: shared memory
-   on one host, an all-gather across hosts);
+   MemWrPtl would carry, stored into the pool;
 2. *barrier*: a small all-reduce over every rank, which also carries fault
    flags (and, with ``scale``, the ranks' mean magnitudes);
-3. *read*: the lines are read through the controller's device model
-   (:class:`~neuron_fabric.host.device.Device`) with the region's mode,
-   format and gate, so every rank decodes the same aggregate.
+3. *read*: the pool's lines go through the aggregation engine
+   (:func:`neuron_fabric.host.runtime.engine.aggregate`) on the rank's
+   replica, with the region's mode, format and gate, so every rank
+   decodes the same aggregate.
 
 With several controllers, each level-1 read is G-Binary COUNT (the exact
 counts), the counts are written as contributor ``c`` of a level-2 window of
@@ -37,29 +44,47 @@ A controller built for W workers with R < W ranks (W is the smallest of 4,
 written once as cancelling pairs, one all-positive and one all-non-positive,
 so every vote margin is the R ranks' own.
 
-The module's parts live beside it: ``hook_config`` (:class:`FabricConfig`,
-:class:`Event`, :class:`StepTraffic`, :class:`RankLostError` and the argument
-checks), ``hook_devices`` (devices, region tables, pools), ``hook_steps``
-(modes, faults, collectives) and ``hook_bucket`` (one bucket); every public
-name is importable from here.
+The options, and what the hook reports, are in :mod:`.config` (torch-free).
 """
 
+import math
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
 import torch.distributed as dist
 
-from neuron_fabric.host.control import FP32 as FP32_MODE
-from neuron_fabric.contract.facts import COUNT_LANE_BITS
-from neuron_fabric.host.ddp.hook_bucket import _FabricBuckets
-from neuron_fabric.host.ddp.hook_config import (MAX_RANKS_PER_CONTROLLER, Event, FabricConfig,
-                                                RankLostError, StepTraffic, controller_workers,
-                                                policy_of)
-from neuron_fabric.host.ddp.hook_devices import _FabricDevices, _sync  # noqa: F401 (re-export)
-from neuron_fabric.host.ddp.hook_steps import _FabricSteps
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, Mode, count_geometry
+from neuron_fabric.host import golden
+from neuron_fabric.host.control import FP32 as FP32_MODE, MODE_POLICY
+from neuron_fabric.host.ddp.config import (MAX_RANKS_PER_CONTROLLER, Event, FabricConfig,
+                                           RankLostError, StepTraffic, controller_workers,
+                                           policy_of)
+from neuron_fabric.host.ddp.pack import pack_counts, pack_signs
+from neuron_fabric.host.ddp.pool import Pools, Window
+from neuron_fabric.host.ddp.replica import Replicas, run_untimed
+from neuron_fabric.host.runtime import FP32, engine
 
 __all__ = ["FabricConfig", "FabricState", "fabric_hook", "RankLostError", "Event",
            "StepTraffic", "controller_workers", "policy_of"]
 
 
-class FabricState(_FabricBuckets, _FabricSteps, _FabricDevices):
+@dataclass
+class _Piece:
+    """A run of one group's parameters in a bucket."""
+    group: str
+    start: int          # in the bucket's buffer, elements
+    stop: int
+    cursor: int         # the run's first element in the group's window (aligned)
+    params: list = None  # (id, elements) of its parameters, in order
+
+    @property
+    def n(self):
+        return self.stop - self.start
+
+
+class FabricState:
     """The hook's state on one rank.
 
     Parameters
@@ -92,6 +117,10 @@ class FabricState(_FabricBuckets, _FabricSteps, _FabricDevices):
     hook_s, hook_cpu_s : float
         Seconds spent in the hook this step, wall and this thread's CPU
         (``last_hook_s``, ``last_hook_cpu_s``: the last step's).
+    replicas : Replicas
+        This rank's models of its controllers.
+    pools : Pools
+        This rank's pools (``pools.kind``: ``"shm"`` or ``"gather"``).
     """
 
     def __init__(self, groups, policies, config=FabricConfig(), *, process_group=None,
@@ -124,16 +153,25 @@ class FabricState(_FabricBuckets, _FabricSteps, _FabricDevices):
                              f"not {sorted(policies)}")
         self.groups = tuple(groups)
         self.policies = {g: self._layout(policy_of(m)) for g, m in policies.items()}
+        for p in self.policies.values():
+            p.check(self.workers, c.line_bits)
         self._align = c.line_bits // 4              # the widest E of any W: 128 at 512 bits
         self._lanes1 = c.line_bits // self.workers   # E
         self._lanes2 = c.line_bits // COUNT_LANE_BITS
-        self._lb = c.line_bits // 8
         capacity = {g: max(self._align, sum(-(-p.numel() // self._align) * self._align
                                              for p in params))
                     for g, params in groups.items()}
         self.group_elements = {g: sum(p.numel() for p in params) for g, params in groups.items()}
-        self._setup_devices(capacity)
-        self._setup_pools()
+        self.replicas = rep = Replicas(capacity, c.line_bits, self.workers, self.controllers,
+                                       max(c.regions, len(self.groups)), c.layout)
+        self.regions = rep.regions
+        fill = {}
+        for i in range(self.pad_pairs):
+            fill[r + 2 * i], fill[r + 2 * i + 1] = 0xFF, 0x00
+        self.pools = Pools(self.group, r, self.controllers, self.workers, fill, c.pool,
+                           line_bytes=c.line_bits // 8, size1=rep.size1, size2=rep.size2,
+                           windows1=[Window(w.base, w.lines) for w in rep.windows1.values()],
+                           contributors=count_geometry(rep.operand)[1] if rep.operand else 0)
         self._layouts = {}
         self._cursor = {}
         self._residual = {}
@@ -149,7 +187,405 @@ class FabricState(_FabricBuckets, _FabricSteps, _FabricDevices):
         self.diagnose = c.diagnostics
         self._diag, self._last_diag = {}, {}
         self.control = None
-        self._apply_modes(self._fixed_modes(0), "warm-up end" if c.warmup_steps else "")
+        self.apply_modes(self._fixed_modes(0), "warm-up end" if c.warmup_steps else "")
+
+    @property
+    def pool_kind(self):
+        """``"shm"`` or ``"gather"``: how this rank's pools carry the lines."""
+        return self.pools.kind
+
+    def close(self):
+        """Release the shared memory (after the last step, on every rank)."""
+        self.pools.close()
+
+    # -- modes -------------------------------------------------------------------------
+
+    def _layout(self, policy):
+        return replace(policy, layout=self.config.layout) if policy.low_bit else FP32
+
+    def _fixed_modes(self, step):
+        if step < self.config.warmup_steps:
+            return {g: FP32_MODE for g in self.groups}
+        return {g: self._mode_name(p) for g, p in self.policies.items()}
+
+    @staticmethod
+    def _mode_name(policy):
+        for name, p in MODE_POLICY.items():
+            if replace(p, layout=policy.layout) == policy:
+                return name
+        return Mode(policy.mode).name.lower() if policy.low_bit else FP32_MODE
+
+    def _policy_for(self, group, mode):
+        if mode == FP32_MODE:
+            return FP32
+        p = self.policies[group]
+        if p.low_bit and self._mode_name(p) == mode:
+            return p
+        return self._layout(MODE_POLICY[mode])
+
+    def apply_modes(self, modes, kind, detail="", program=True):
+        """Program every group whose mode changes (this rank's replicas, unless
+        ``program`` is False: rank 0's control plane did); a failure is a
+        pending fault, reported at the next barrier."""
+        changed = False
+        for g, mode in modes.items():
+            if mode == self.modes[g]:
+                continue
+            changed = True
+            policy = self._policy_for(g, mode)
+            try:
+                if program and self.pending_fault is None and not self.faulted:
+                    run_untimed(self.regions.set_policy(g, policy))
+            except Exception as err:      # the device refused: every rank goes FP32
+                self.pending_fault = f"rank {self.rank}: group {g!r} -> {mode}: " \
+                                     f"{type(err).__name__}: {err}"
+            self.modes[g] = mode
+            self._low[g] = policy.low_bit
+        if changed and kind:
+            self.events.append(Event(self.step, kind, dict(self.modes), detail))
+
+    def set_modes(self, modes, kind="", detail=""):
+        """Set the modes of the next step (every rank must call it alike)."""
+        if not self.faulted:
+            self.apply_modes(modes, kind, detail)
+
+    def fault(self, detail):
+        """Every group on FP32 for the rest of the run, on this rank (every
+        rank calls it on the same step: the flag came through a collective)."""
+        if self.faulted:
+            return
+        self.faulted = True
+        for g in self.groups:
+            try:
+                run_untimed(self.regions.set_policy(g, FP32))
+            except Exception:    # the host path needs no device
+                self.regions.host_fp32(g)
+            self.modes[g] = FP32_MODE
+            self._low[g] = False
+        self.pending_fault = None
+        self.events.append(Event(self.step, "fault", dict(self.modes), detail))
+
+    def begin_step(self, step=None):
+        """Start a step (every rank alike): with a control plane attached
+        (:mod:`.control`), its decision for the step applies; without one the
+        fixed modes (warm-up, then the policies) follow the hook's own step
+        count and calling this is optional."""
+        if step is not None and step != self.step:
+            self.step = step
+            if self.control is None and not self.faulted:
+                self.apply_modes(self._fixed_modes(self.step), "warm-up end")
+        if self.control is not None:
+            self.control.before_step(self.step)
+
+    def end_step(self):
+        """Close a step (the hook calls it after the last bucket): this
+        step's bytes, hook time and diagnostics move to ``last_traffic``,
+        ``last_hook_s`` and :meth:`diagnostics`; the next step's fixed modes
+        apply."""
+        self.last_traffic, self.traffic = self.traffic, StepTraffic()
+        self.last_hook_s, self.hook_s = self.hook_s, 0.0
+        self.last_hook_cpu_s, self.hook_cpu_s = self.hook_cpu_s, 0.0
+        self._last_diag, self._diag = self._diag, {}
+        self.step += 1
+        if self.control is None and not self.faulted:
+            self.apply_modes(self._fixed_modes(self.step), "warm-up end")
+
+    # -- collectives -----------------------------------------------------------------------
+
+    def collective(self, what, fn):
+        """``fn()``, a collective; a failure is a :class:`RankLostError`
+        naming the ranks that did not answer."""
+        try:
+            return fn()
+        except Exception as err:     # gloo: timeout, or a peer's connection closed
+            raise self._lost(what, err) from err
+
+    def _lost(self, what, err):
+        msg = f"NEURON-Fabric hook: {what} at step {self.step} failed on rank {self.rank}"
+        if self.store is None:
+            return RankLostError(f"{msg} (no store to find the missing rank; the process "
+                                 f"group's timeout is {self.config.timeout_s} s): {err}")
+        try:
+            self.store.set(f"census/{self.rank}", "alive")
+            deadline = time.monotonic() + self.config.census_s
+            while True:
+                present = [r for r in range(self.world) if self.store.check([f"census/{r}"])]
+                if len(present) == self.world or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+        except Exception as store_err:       # the store's host is gone too
+            return RankLostError(f"{msg}; the store cannot be reached either "
+                                 f"({type(store_err).__name__}: {store_err}): {err}")
+        missing = [r for r in range(self.world) if r not in present]
+        if not missing:
+            return RankLostError(f"{msg}: every rank is alive: {err}")
+        names = ", ".join(str(m) for m in missing)
+        return RankLostError(f"{msg}: rank {names} did not take part within the "
+                             f"{self.config.timeout_s} s timeout ({len(missing)} of "
+                             f"{self.world} ranks missing): {type(err).__name__}: {err}",
+                             missing)
+
+    def all_reduce(self, what, tensor, op=dist.ReduceOp.SUM):
+        """All-reduce ``tensor`` in place over every rank (:meth:`collective`)."""
+        self.collective(what, lambda: dist.all_reduce(tensor, op=op, group=self.group))
+        return tensor
+
+    def _fallback(self):
+        """A rank reported a fault at a barrier: every rank names the faults
+        it saw, then puts every group on FP32."""
+        details = [None] * self.world
+        self.collective("fault report", lambda: dist.all_gather_object(
+            details, self.pending_fault, group=self.group))
+        self.fault("; ".join(d for d in details if d) or "a fault")
+        return None
+
+    # -- one bucket ------------------------------------------------------------------------
+
+    def _pieces(self, bucket):
+        params = bucket.parameters()
+        key = tuple(id(p) for p in params)
+        known = self._layouts.get(bucket.index())
+        if known is not None and known[0] == key:
+            return known[1]
+        if known is not None:     # DDP rebuilt its buckets: lay every window out anew
+            self._layouts.clear()
+            self._cursor.clear()
+        buf = bucket.buffer()
+        size = buf.element_size()
+        pieces = []
+        for p, g in zip(params, bucket.gradients()):
+            name = self._group_of.get(id(p))
+            if name is None:
+                raise ValueError(f"bucket {bucket.index()}: a parameter of shape "
+                                 f"{tuple(p.shape)} is in no group")
+            start = (g.data_ptr() - buf.data_ptr()) // size
+            if pieces and pieces[-1].group == name and pieces[-1].stop == start:
+                pieces[-1].stop += g.numel()
+                pieces[-1].params.append((id(p), g.numel()))
+            else:
+                pieces.append(_Piece(name, start, start + g.numel(), 0, [(id(p), g.numel())]))
+        for piece in pieces:
+            piece.cursor = self._cursor.get(piece.group, 0)
+            self._cursor[piece.group] = piece.cursor + -(-piece.n // self._align) * self._align
+        self._layouts[bucket.index()] = (key, pieces)
+        return pieces
+
+    def communicate(self, bucket):
+        """Aggregate one bucket (:func:`fabric_hook`): a future of its buffer,
+        holding every group's direction."""
+        t0, c0 = time.perf_counter(), time.thread_time()
+        try:
+            out = self._communicate(bucket)
+        finally:
+            self.hook_s += time.perf_counter() - t0
+            self.hook_cpu_s += time.thread_time() - c0
+        if bucket.is_last():
+            self.end_step()
+        return out
+
+    def _communicate(self, bucket):
+        buf = bucket.buffer()
+        pieces = self._pieces(bucket)
+        low = [p for p in pieces if self._low[p.group] and not self.faulted]
+        fp = [p for p in pieces if p not in low]
+        if not low and not (self.diagnose and not self.faulted):
+            self.traffic.fp32_elements += buf.numel()
+            return self._fp32_future(buf)
+        results = self._low_bit(buf, low) if low else {}
+        if results is None:                 # a fault: this bucket on FP32 after all
+            fp, results = pieces, {}
+        if fp:
+            flat = torch.cat([buf[p.start:p.stop] for p in fp]) if len(fp) > 1 else \
+                buf[fp[0].start:fp[0].stop].clone()
+            flat.div_(self.world)
+            self.all_reduce("FP32 all-reduce", flat)
+            self.traffic.fp32_elements += flat.numel()
+            at = 0
+            for p in fp:
+                results[id(p)] = flat[at:at + p.n]
+                at += p.n
+            if self.diagnose and not low and not self.faulted:
+                self._diagnostics(buf, fp, results)
+        for p in pieces:
+            buf[p.start:p.stop].copy_(results[id(p)])
+        fut = torch.futures.Future()
+        fut.set_result(buf)
+        return fut
+
+    def _fp32_future(self, buf):
+        buf.div_(self.world)
+        try:
+            work = dist.all_reduce(buf, group=self.group, async_op=True)
+        except Exception as err:
+            raise self._lost("FP32 all-reduce", err) from err
+
+        def done(fut):
+            try:
+                return fut.value()[0]
+            except Exception as err:
+                raise self._lost("FP32 all-reduce", err) from err
+        return work.get_future().then(done)
+
+    def _signs_source(self, g, piece):
+        """The values whose signs this rank packs (error feedback adds its residual)."""
+        if not self.config.error_feedback:
+            return g
+        e = torch.cat([self._residual.get(pid, torch.zeros(n)) for pid, n in piece.params])
+        p = g + e
+        residual = p - p.abs().mean() * torch.sign(p)
+        at = 0
+        for pid, n in piece.params:            # kept per parameter: DDP may rebuild buckets
+            self._residual[pid] = residual[at:at + n]
+            at += n
+        return p
+
+    def _low_bit(self, buf, low):
+        """Aggregate the low-bit pieces; ``{id(piece): direction}``, or None
+        when a rank reported a fault (every rank then takes FP32)."""
+        r, pools = self.ranks_per_controller, self.pools
+        flags = torch.zeros(1 + len(low), dtype=torch.float64)
+        if self.pending_fault is not None:
+            flags[0] = 1
+        plan = []
+        pools.begin()
+        try:
+            for i, p in enumerate(low):
+                g = buf[p.start:p.stop]
+                window = self.replicas.windows1[p.group].piece(p.cursor, p.n, self._lanes1)
+                seg = pack_signs(self._signs_source(g, p), window.lines * self._lanes1)
+                self.traffic.pool_write += pools.level1.write(_pool(window), self.local, seg)
+                self.traffic.low_elements += p.n
+                if self.config.scale:
+                    flags[1 + i] = float(g.abs().mean())
+                plan.append((p, window))
+        except Exception as err:
+            self.pending_fault = f"rank {self.rank}: write: {type(err).__name__}: {err}"
+            flags[0] = 1
+        self.all_reduce("barrier before the read", flags)
+        if flags[0]:
+            return self._fallback()
+        if self.controllers == 1:
+            return {id(p): self._finish(p, self._read_level1(p, window, np.float32), r,
+                                        self.pad_pairs, flags[1 + i])
+                    for i, (p, window) in enumerate(plan)}
+        counts = [(i, p, self._read_level1(p, window, np.int32))
+                  for i, (p, window) in enumerate(plan)]
+        windows2 = self._write_level2(counts)
+        check = self.all_reduce("barrier before the level-2 read", torch.tensor(
+            [1.0 if self.pending_fault else 0.0], dtype=torch.float64))
+        if check[0]:
+            return self._fallback()
+        return {id(p): self._finish(p, self._read_level2(p, window), self.controllers * r,
+                                    self.controllers * self.pad_pairs, flags[1 + i])
+                for (i, p, _), window in zip(counts, windows2)}
+
+    def _read(self, port, window, lines, n, lane_bits, fmt, dtype):
+        """The engine's step on a replica: the pool's ``lines`` stored into
+        ``window`` and read back, ``n`` values of ``dtype``; a failed read
+        is this rank's pending fault (the replica answers in software)."""
+        values, moved = run_untimed(engine.aggregate(port, window, lines, n, lane_bits, fmt,
+                                                     dtype=dtype))
+        fault = self.replicas.take_fault()
+        if fault is not None and self.pending_fault is None:
+            self.pending_fault = f"rank {self.rank}: {fault}"
+        self.traffic.pool_read += moved.down
+        return values
+
+    def _pool_read(self, pool, window):
+        """The pool's lines of ``window``, the bytes it all-gathered counted
+        in ``traffic.gathered`` (a shared-memory pool gathers none)."""
+        before = getattr(pool, "sent", 0)
+        lines = pool.read(_pool(window))
+        self.traffic.gathered += getattr(pool, "sent", 0) - before
+        return lines
+
+    def _read_level1(self, p, window, dtype):
+        """Level 1: the direction's values (one controller) or the exact
+        counts (several: G-Binary COUNT) of piece ``p``."""
+        lines = self._pool_read(self.pools.level1, window)
+        if self.config.layout == Layout.ELEMENT_MAJOR:
+            lines = golden.to_element_major(lines, self.workers)
+        fmt = self.regions.policies[p.group].format if self.controllers == 1 else Format.COUNT
+        return self._read(self.replicas.port1, window, lines, p.n, self.workers, fmt, dtype)
+
+    def _write_level2(self, counts):
+        """Each piece's level-1 counts as this controller's segment of the
+        level-2 count lines; the pieces' level-2 windows."""
+        bits, _ = count_geometry(self.replicas.operand)
+        windows = []
+        for _, p, values in counts:
+            window = self.replicas.windows2[p.group].piece(p.cursor, p.n, self._lanes2)
+            windows.append(window)
+            # A controller's counts are written once, by its first rank; across
+            # hosts each rank all-gathers them from its peers of the same local
+            # index in the other controllers (every rank of a controller holds them).
+            if self.local != 0 and self.pools.kind == "shm":
+                self.pools.level2.skip(_pool(window))
+                continue
+            padded = np.zeros(window.lines * self._lanes2, dtype=np.uint8)
+            padded[:p.n] = values
+            moved = self.pools.level2.write(_pool(window), self.controller,
+                                            pack_counts(padded, bits))
+            if self.local == 0:
+                self.traffic.pool_write += moved
+        return windows
+
+    def _read_level2(self, p, window):
+        lines = self._pool_read(self.pools.level2, window)
+        return self._read(self.replicas.port2, window, lines, p.n, COUNT_LANE_BITS,
+                          self.regions.policies[p.group].format, np.float32)
+
+    def _finish(self, p, values, voters, pads, mean_abs):
+        d = torch.from_numpy(engine.direction(values, self.regions.policies[p.group].format,
+                                              voters, pads))
+        if self.config.scale:
+            d = d * float(mean_abs / self.world)
+        return d
+
+    # -- warm-up diagnostics ---------------------------------------------------------------
+
+    def _diagnostics(self, buf, pieces, means):
+        """Cosine of each low-bit mode's aggregate of every rank's signs with
+        the FP32 mean, accumulated per group (golden model over all ranks)."""
+        lines_c = self._lanes2
+        for p in pieces:
+            n_pad = -(-p.n // 64) * 64
+            mine = torch.from_numpy(pack_signs(buf[p.start:p.stop], n_pad))
+            parts = [torch.empty_like(mine) for _ in range(self.world)]
+            self.collective("diagnostic all-gather",
+                            lambda: dist.all_gather(parts, mine, group=self.group))
+            self.traffic.diag_elements += p.n
+            signs = np.unpackbits(np.stack([t.numpy() for t in parts]), axis=1,
+                                  bitorder="little")[:, :p.n].astype(bool)
+            mean = means[id(p)].double()
+            first = p.cursor // lines_c
+            for mode in MODE_POLICY:
+                if mode == FP32_MODE:
+                    continue
+                pol = MODE_POLICY[mode]
+                n_lines = -(-p.n // lines_c)
+                phase = golden.line_phase(np.arange(first, first + n_lines), lines_c, pol.period)
+                resp = golden.transform_wide(signs, pol.mode, pol.format, pol.gate_kind,
+                                             pol.period, pol.keep, pol.threshold, phase,
+                                             line_bits=self.config.line_bits)
+                d = torch.from_numpy(golden.decode_counts(resp, pol.format, p.n)).double()
+                acc = self._diag.setdefault(p.group, {}).setdefault(mode, [0.0, 0.0, 0.0])
+                acc[0] += float(d @ mean)
+                acc[1] += float(d @ d)
+                acc[2] += float(mean @ mean)
+
+    def diagnostics(self):
+        """``{group: {mode: cosine}}`` of the last step (empty when none were taken)."""
+        out = {}
+        for g, per in self._last_diag.items():
+            out[g] = {m: (a[0] / math.sqrt(a[1] * a[2]) if a[1] * a[2] > 0 else 0.0)
+                      for m, a in per.items()}
+        return out
+
+
+def _pool(window):
+    """The pool's :class:`~.pool.Window` of a :class:`GroupWindow`."""
+    return Window(window.base, window.lines)
 
 
 def fabric_hook(state, bucket):

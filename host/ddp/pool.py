@@ -21,9 +21,13 @@ the members (the caller's), :meth:`read` returns whole lines.
 
 Slots no member owns hold constant bytes (``fill``): 0 by default, and
 the padding workers of a controller with fewer ranks than workers.
+
+:class:`Pools` opens a rank's pools: its controller's pool of sign lines
+and, with several controllers, the pool of the level-2 count lines.
 """
 
 import secrets
+import socket
 from dataclasses import dataclass
 from multiprocessing import resource_tracker, shared_memory
 
@@ -31,7 +35,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-__all__ = ["Window", "ShmPool", "GatherPool"]
+__all__ = ["Window", "ShmPool", "GatherPool", "Pools"]
 
 
 @dataclass(frozen=True)
@@ -177,3 +181,85 @@ class GatherPool(_Pool):
 
     def close(self):
         pass
+
+
+class Pools:
+    """A rank's pools: ``level1`` (its controller's sign lines, one slot per
+    worker) and ``level2`` (the level-2 count lines, one slot per
+    controller; None with one controller), opened alike by every rank of
+    ``group`` (a collective).
+
+    Parameters
+    ----------
+    group : ProcessGroup
+        The job's ranks; rank ``c*R + i`` is worker ``i`` of controller ``c``.
+    ranks_per_controller, controllers, workers : int
+        R, the controllers, W (``W - R`` spare worker slots).
+    fill : dict of int to int
+        The constant byte of each spare worker slot.
+    kind : str
+        ``"shm"``, ``"gather"`` or ``"auto"`` (shm when every rank is on one host).
+    line_bytes, size1, size2 : int
+        LINE_BYTES and the bytes of the level-1 and level-2 address spaces.
+    windows1 : iterable of Window
+        The level-1 windows, whose spare slots the creator fills.
+    contributors : int
+        Slots of a level-2 count line (the operand's N).
+    """
+
+    def __init__(self, group, ranks_per_controller, controllers, workers, fill, kind, *,
+                 line_bytes, size1, size2, windows1, contributors):
+        r = ranks_per_controller
+        world = dist.get_world_size(group)
+        rank = dist.get_rank(group)
+        controller, local = divmod(rank, r)
+        if kind == "auto":
+            names = [None] * world
+            dist.all_gather_object(names, socket.gethostname(), group=group)
+            kind = "shm" if len(set(names)) == 1 else "gather"
+        self.kind = kind
+        self.level2 = None
+        ranks = dist.get_process_group_ranks(group) if group is not dist.group.WORLD \
+            else list(range(world))
+        if kind == "gather":
+            # Every rank takes part in creating every subgroup, in the same order.
+            if controllers > 1:
+                members = [dist.new_group([ranks[k * r + i] for i in range(r)])
+                           for k in range(controllers)]
+                peers = [dist.new_group([ranks[k * r + i] for k in range(controllers)])
+                         for i in range(r)]
+                self.level1 = GatherPool(members[controller], r, line_bytes, workers, fill)
+                self.level2 = GatherPool(peers[local], controllers, line_bytes, contributors)
+            else:
+                self.level1 = GatherPool(group, r, line_bytes, workers, fill)
+            return
+        box = [[ShmPool.new_name() for _ in range(controllers + 1)] if rank == 0 else None]
+        dist.broadcast_object_list(box, src=ranks[0], group=group)
+        names = box[0]
+        if local == 0:
+            self.level1 = ShmPool(names[controller], size1, line_bytes, workers, create=True,
+                                  fill=fill)
+            for window in windows1:
+                self.level1.prefill(window)
+        if rank == 0 and controllers > 1:
+            self.level2 = ShmPool(names[-1], size2, line_bytes, contributors, create=True)
+        dist.barrier(group=group)
+        if local != 0:
+            self.level1 = ShmPool(names[controller], size1, line_bytes, workers, create=False,
+                                  fill=fill)
+        if controllers > 1 and rank != 0:
+            self.level2 = ShmPool(names[-1], size2, line_bytes, contributors, create=False)
+        dist.barrier(group=group)
+
+    def begin(self):
+        """Start a call on every pool (before the writes of a bucket)."""
+        for pool in (self.level1, self.level2):
+            if pool is not None:
+                pool.begin()
+
+    def close(self):
+        """Release the shared memory (after the last step, on every rank)."""
+        for pool in (self.level1, self.level2):
+            if pool is not None:
+                pool.close()
+        self.level1 = self.level2 = None

@@ -118,6 +118,12 @@ class GroupWindow:
     def limit(self):
         return self.base + self.lines * self.line_bytes
 
+    def piece(self, first, elements, per_line):
+        """The window of ``elements`` elements from element ``first`` of this
+        one (``first`` a multiple of ``per_line``, the elements a line holds)."""
+        return GroupWindow(self.name, elements, self.base + first // per_line * self.line_bytes,
+                           -(-elements // per_line), self.line_bytes)
+
 
 @dataclass
 class GroupTraffic:

@@ -148,9 +148,9 @@ def fault(rank, world, store, kind, victim=1, at_step=3, steps=6, sizes=SIZES):
             if rank == victim and step == at_step - 1 and kind == "write":
                 async def refuse(offset, value, strb=0xF):
                     return False
-                state.dev1.write = refuse
+                state.replicas.port1.device.write = refuse
             if rank == victim and step == at_step and kind == "read":
-                state.dev1.faults.read_lines.update(range(0, 1 << 12))
+                state.replicas.port1.device.faults.read_lines.update(range(0, 1 << 12))
             state.begin_step(step)
             modes.append(dict(state.modes))
             ddp.zero_grad()
