@@ -1,4 +1,4 @@
-"""cocotb tests of the top ``neuron_fabric`` (run by tests/test_top_sim.py).
+"""cocotb tests of the top ``neuron_fabric`` (run by tests/hdl/top/test_top_sim.py).
 
 Expected values come from contract section 4, the register map, the golden model
 and the testbench's memory model (sim/tb_top.py), never from the design.

@@ -7,7 +7,7 @@ which it computes while the region is being matched (``request.py``).
 BASE changes only through a control-register write, so one residue track
 serves every region in turn: a one-hot pointer steps through the regions
 every cycle, the BASE it points at is chosen (an AND-OR over the one-hot,
-in two steps), its residues are formed by the steps of ``residues.py``, and
+in two steps), its residues are formed by a residue track (``residue_tracks.py``), and
 the region's residue register is loaded :data:`LATENCY` cycles after the
 pointer chose it (the pointer itself, rotated back, says which).  So every
 region's residues follow its BASE within :func:`refresh_cycles` cycles; the

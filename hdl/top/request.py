@@ -8,9 +8,9 @@ chain.  Two tracks run side by side from the accept register A:
 * the region match (``region.py``): 2-bit chunk compares of the address
   with every region's BASE and LIMIT, their combination, each region's
   match, the first match one-hot, and the AND-OR choice of the matched
-  region's CFG and BASE residues (``derive.py``), DEFAULT_CFG and zero
+  region's CFG and BASE residues (``region_residues.py``), DEFAULT_CFG and zero
   residues when none matches;
-* the address residues (``residues.py``): for each modulus the plain sum
+* the address residues (``residue_tracks.py``): for each modulus the plain sum
   of the address's leaf residues, folded.
 
 They meet in the stage that adds the region's ``(-BASE) mod q``, which is

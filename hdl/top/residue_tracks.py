@@ -1,6 +1,6 @@
 """Registered residue tracks: the steps of ``phase.py`` with a register after
 each, for the request pipeline (the address) and the region residues
-(``derive.py``, each region's BASE).
+(``region_residues.py``, each region's BASE).
 
 A track forms, for each modulus q of :data:`.phase.MODULI`, a plain sum
 ``u_q`` with ``u_q = x (mod q)`` and ``u_q <= 2q - 2`` (leaves, plain sums of

@@ -2,11 +2,11 @@
 control registers and the datapath core (contract section 4), composed from
 one block per file::
 
-    M2S Req -> RequestPipeline (request.py) -> ReadIssue (issue.py) -> AXI AR
+    M2S Req -> RequestPipeline (request.py) -> ReadIssue (read_issue.py) -> AXI AR
                                                   \\-> Req completions --\\
     M2S RwD -> WritePath (write_path.py) -> AXI AW/W                     |
                     \\-> dropped completions -----------------------------+
-    AXI B   -> NdrArbiter (ndr.py) <-- in-flight entry -------------------+-> S2M NDR
+    AXI B   -> NdrArbiter (ndr_arbiter.py) <-- in-flight entry -------------------+-> S2M NDR
     AXI R   -> ReadPath (read_path.py) <-- in-flight entry
                  -> datapath core or bypass -> DRS arbiter -> S2M DRS
     AXI4-Lite -> ControlRegisters (csr.py) -> configuration -> RequestPipeline

@@ -162,7 +162,7 @@ def test_request_pipeline_region_change_under_hold():
     default's P) written under hold, and requests offered from the cycle
     hold falls: each read gets the configuration, phase and mask of the
     table in force when it was accepted, including the residues of the new
-    BASE, which follow it a number of cycles later (``derive.py``)."""
+    BASE, which follow it a number of cycles later (``region_residues.py``)."""
     p = SMALL
     dut = RequestPipeline(p)
     rng = random.Random(5)
