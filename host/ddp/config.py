@@ -11,11 +11,11 @@ collective).  No torch here: the options can be built and checked without it.
 from dataclasses import dataclass
 
 from neuron_fabric.host.control import MODE_POLICY
-from neuron_fabric.contract.facts import Layout
+from neuron_fabric.contract.facts import LINE_BITS_CHOICES, Layout
 from neuron_fabric.host.runtime import GroupPolicy
 
 __all__ = ["MAX_RANKS_PER_CONTROLLER", "RankLostError", "Event", "StepTraffic",
-           "controller_workers", "policy_of", "FabricConfig"]
+           "controller_workers", "check_line_bits", "policy_of", "FabricConfig"]
 
 #: Largest ranks per controller (W = 16, contract section 1).
 MAX_RANKS_PER_CONTROLLER = 16
@@ -79,6 +79,18 @@ def controller_workers(ranks):
     raise ValueError(f"{ranks} ranks: no controller width W in (4, 8, 16) with W - {ranks} even")
 
 
+def check_line_bits(line_bits, ranks, workers):
+    """Raise ``ValueError`` naming ``FabricConfig.line_bits`` unless a rank's
+    segment of a sign line, ``E / 8 = LINE_BITS / W / 8`` bytes, is whole
+    bytes (what its MemWrPtl carries): every width serves W = 4 and 8, and
+    W = 16 (9 to 16 ranks a controller) needs 128 bits or more."""
+    if line_bits // workers < 8:
+        raise ValueError(f"FabricConfig.line_bits={line_bits} cannot serve {ranks} ranks a "
+                         f"controller (W={workers}): a rank's segment of a line would be "
+                         f"{line_bits // workers} bits, less than a byte; use line_bits >= "
+                         f"{8 * workers} or ranks_per_controller <= 8")
+
+
 def policy_of(mode):
     """A group's :class:`GroupPolicy` from a mode name (``"fp32"``,
     ``"gbinary"``, ``"gternary"``: the control plane's) or a policy."""
@@ -96,7 +108,9 @@ class FabricConfig:
     Parameters
     ----------
     line_bits : int
-        The controllers' LINE_BITS.
+        The controllers' LINE_BITS: 64, 128, 256, 512 or 1024, whatever
+        the sizes of the groups and buckets (at 64 bits, at most 8 ranks a
+        controller: :func:`check_line_bits`).
     ranks_per_controller : int or None
         R; the world size when None (at most 16).  The world size must be a
         multiple of R.
@@ -150,6 +164,9 @@ class FabricConfig:
     regions: int = 8
 
     def __post_init__(self):
+        if self.line_bits not in LINE_BITS_CHOICES:
+            raise ValueError(f"FabricConfig.line_bits must be one of {LINE_BITS_CHOICES}, "
+                             f"not {self.line_bits!r}")
         if self.pool not in ("auto", "shm", "gather"):
             raise ValueError(f"pool must be 'auto', 'shm' or 'gather', not {self.pool!r}")
         if self.layout not in tuple(Layout):

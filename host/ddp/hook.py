@@ -59,8 +59,8 @@ from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, Mode, 
 from neuron_fabric.host import golden
 from neuron_fabric.host.control import FP32 as FP32_MODE, MODE_POLICY
 from neuron_fabric.host.ddp.config import (MAX_RANKS_PER_CONTROLLER, Event, FabricConfig,
-                                           RankLostError, StepTraffic, controller_workers,
-                                           policy_of)
+                                           RankLostError, StepTraffic, check_line_bits,
+                                           controller_workers, policy_of)
 from neuron_fabric.host.ddp.pack import pack_counts, pack_signs
 from neuron_fabric.host.ddp.pool import Pools, Window
 from neuron_fabric.host.ddp.replica import Replicas, run_untimed
@@ -139,6 +139,7 @@ class FabricState:
         self.controllers = self.world // r
         self.controller, self.local = divmod(self.rank, r)
         self.workers = controller_workers(r)
+        check_line_bits(c.line_bits, r, self.workers)
         self.pad_pairs = (self.workers - r) // 2
         groups = {name: list(params) for name, params in groups.items()}
         self._group_of = {}

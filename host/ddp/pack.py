@@ -23,14 +23,15 @@ __all__ = ["pack_signs", "pack_counts"]
 
 def pack_signs(grad, elements):
     """Sign bits of ``grad`` (1-D float tensor, ``n <= elements``) packed LSB
-    first into ``elements / 8`` bytes (``elements`` a multiple of 64); the
-    elements past ``n`` pack as 0 (non-positive).
+    first into ``elements / 8`` bytes (``elements`` a multiple of 8: whole
+    lines of whole-byte segments, ``E = LINE_BITS / W >= 8``); the elements
+    past ``n`` pack as 0 (non-positive).
 
     Returns a uint8 numpy array of ``elements / 8`` bytes.
     """
     n = grad.numel()
-    if elements % 64 or n > elements:
-        raise ValueError(f"elements must be a multiple of 64 and at least n={n}, not {elements}")
+    if elements % 8 or n > elements:
+        raise ValueError(f"elements must be a multiple of 8 and at least n={n}, not {elements}")
     bits = torch.empty(elements, dtype=torch.bool)
     torch.gt(grad.reshape(-1), 0, out=bits[:n])
     bits[n:] = False

@@ -20,7 +20,8 @@ def plans():
     CASES, HIERARCHY_CASES, OPTION_CASES = oracle.CASES, oracle.HIERARCHY_CASES, oracle.OPTION_CASES
     return {
         2: [("exact", "aggregate", dict(cases=CASES)),
-            ("options", "aggregate", dict(cases=OPTION_CASES, steps=3))],
+            ("options", "aggregate", dict(cases=OPTION_CASES, steps=3)),
+            ("widths", "aggregate", dict(cases=oracle.WIDTH_CASES))],
         4: [("exact", "aggregate", dict(cases=CASES)),
             ("control", "control", {}),
             ("fault-write", "fault", dict(kind="write")),
@@ -29,6 +30,9 @@ def plans():
         8: [("two-controllers", "aggregate",
              dict(cases=[(p, dict(c, ranks_per_controller=4)) for p, c in HIERARCHY_CASES])),
             ("one-controller", "aggregate", dict(cases=HIERARCHY_CASES)),
+            ("two-controllers-64", "aggregate",
+             dict(cases=[(p, dict(c, ranks_per_controller=4, line_bits=64))
+                         for p, c in HIERARCHY_CASES[:2]])),
             ("stop", "stop", dict(victim=5, timeout_s=10.0))],
     }
 

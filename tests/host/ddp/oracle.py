@@ -91,6 +91,13 @@ HIERARCHY_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gathe
      (POLICIES[3], dict(layout=int(Layout.WORKER_MAJOR), pool="shm"))]
 
 
+#: Every other legal line width (512 is CASES'), both layouts, G-Binary SIGN
+#: and G-Ternary MARGIN-gate COUNT: at 64 and 128 bits the pieces' windows
+#: are odd numbers of lines.
+WIDTH_CASES = [(p, dict(line_bits=line_bits, layout=int(layout), pool="shm"))
+               for line_bits in (64, 128, 256, 1024) for layout in Layout
+               for p in (POLICIES[Format.SIGN], POLICIES[6 + Format.COUNT])]
+
 #: The options beyond the paper (off by default), on G-Binary SIGN over 3 steps.
 OPTION_CASES = [(POLICIES[2], dict(error_feedback=True)), (POLICIES[2], dict(scale=True))]
 

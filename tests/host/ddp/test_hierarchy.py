@@ -46,6 +46,21 @@ def test_two_controllers_equal_one(eight, case):
         np.testing.assert_array_equal(want, oracle.wide(grads, policy, first_element=first[index]))
 
 
+@pytest.mark.parametrize("case", range(2))
+def test_two_controllers_at_64_bits(eight, case):
+    """Level 1 at 64 bits (W 4: 16 elements a line) and level 2 (2 count lanes
+    a line): the golden aggregate over all 8 ranks, no fault."""
+    policy, _ = oracle.HIERARCHY_CASES[case]
+    value = next(iter(eight.values()))["two-controllers-64"][case]
+    assert value["events"] == []
+    first = oracle.first_elements(value["order"][0], ranks.SIZES, align=64 // 4)
+    for index, (_, n) in enumerate(ranks.SIZES):
+        grads = np.stack([ranks.gradient(r, 0, index, n) for r in range(8)])
+        np.testing.assert_array_equal(
+            value["grads"][0][index],
+            oracle.expected(grads, policy, 0, line_bits=64, first_element=first[index]))
+
+
 def test_level2_bytes(eight):
     """Each rank writes its 1-bit segment at level 1; a controller's first rank
     also writes its 4-bit counts at level 2; every rank reads both levels."""

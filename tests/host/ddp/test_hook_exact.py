@@ -108,3 +108,22 @@ def test_scale(job):
             want = np.sign(np.where(g > 0, 1, -1).sum(axis=0)) * np.abs(g).mean(axis=1).mean()
             for rank in range(2):
                 np.testing.assert_allclose(values[rank]["grads"][step][index], want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", range(len(oracle.WIDTH_CASES)),
+                         ids=[f"L{c['line_bits']}-layout{c['layout']}-m{p['mode']}f{p['format']}"
+                              for p, c in oracle.WIDTH_CASES])
+def test_every_line_width_is_golden(job, case):
+    """64 to 1024 bits a line, windows of odd line counts included: the
+    golden aggregate on both ranks, and no fault (no fall-back to FP32)."""
+    policy, config = oracle.WIDTH_CASES[case]
+    values = [r.value["widths"][case] for r in job(2)]
+    assert [v["events"] for v in values] == [[], []]
+    line_bits = config["line_bits"]
+    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES, align=line_bits // 4)
+    for index, (_, n) in enumerate(ranks.SIZES):
+        want = oracle.expected(_rank_grads(2, index, n), policy, Layout(config["layout"]),
+                               line_bits=line_bits, first_element=first[index])
+        for rank, v in enumerate(values):
+            np.testing.assert_array_equal(v["grads"][0][index], want,
+                                          err_msg=f"rank {rank}, parameter {index}")
