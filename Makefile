@@ -129,7 +129,8 @@ ddp-quick: $(STAMP)
 train: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
 
-# (SMOKE=1: one seed, two steps, batch 16, one policy of each kind, into the quick folder)
+# (SMOKE=1: one seed, two steps, batch 16, the hard task's rows of one policy of each kind,
+# the stuck-lane fault, into the quick folder)
 evidence: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.evidence --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))
 
