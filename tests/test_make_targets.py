@@ -23,7 +23,8 @@ What the quick forms are (the Makefile says so beside each recipe):
   reading the cache), and ``report`` over those rows;
 * ``bench``: 1 MiB, one repeat; ``train``, ``train-quick``, ``hierarchy``,
   ``train-rates`` (no runs: the middle of each grid),
-  ``pilots``, ``envelope``: their ``--quick`` smoke runs; ``latency``: the
+  ``pilots``, ``envelope``, ``evidence`` (the hard task's rows of one policy
+  of each kind, the stuck-lane fault): their ``--quick`` smoke runs; ``latency``: the
   64-bit top in both profiles; ``regdocs``: the register table into the
   scratch folder (and it must equal docs/registers.md);
 * ``test``, ``test-quick``, ``test-long``: the suite collected, not run
