@@ -188,6 +188,7 @@ class FabricState:
         self.diagnose = c.diagnostics
         self._diag, self._last_diag = {}, {}
         self.control = None
+        self._beat_step = None
         self.apply_modes(self._fixed_modes(0), "warm-up end" if c.warmup_steps else "")
 
     @property
@@ -296,35 +297,61 @@ class FabricState:
     def collective(self, what, fn):
         """``fn()``, a collective; a failure is a :class:`RankLostError`
         naming the ranks that did not answer."""
+        self._beat()
+        start = time.monotonic()
         try:
             return fn()
         except Exception as err:     # gloo: timeout, or a peer's connection closed
-            raise self._lost(what, err) from err
+            raise self._lost(what, err, start) from err
 
-    def _lost(self, what, err):
+    def _beat(self):
+        """Tell the job's store that this rank reached this step's
+        collectives (once a step): after a failure, a rank whose last beat is
+        an earlier step is one that stopped between steps."""
+        if self.store is not None and self._beat_step != self.step:
+            self.store.set(f"beat/{self.rank}", str(self.step))
+            self._beat_step = self.step
+
+    def _reached(self, rank):
+        key = f"beat/{rank}"
+        return self.store.check([key]) and int(self.store.get(key)) >= self.step
+
+    def _lost(self, what, err, start):
+        """The :class:`RankLostError` of a collective that failed: the ranks
+        named are those that did not reach this step's collectives (their
+        last beat is older) or, when every rank did, those that did not
+        answer the census within ``census_s``.  Survivors that notice the
+        loss at different moments (a closed connection now, gloo's timeout
+        later) so name the same ranks, and never each other."""
         msg = f"NEURON-Fabric hook: {what} at step {self.step} failed on rank {self.rank}"
         if self.store is None:
-            return RankLostError(f"{msg} (no store to find the missing rank; the process "
-                                 f"group's timeout is {self.config.timeout_s} s): {err}")
+            return RankLostError(f"{msg} after {time.monotonic() - start:.1f} s (no store to "
+                                 f"find the missing rank; the process group's timeout is "
+                                 f"{self.config.timeout_s} s): {err}")
+        census = [f"census/{self.step}/{r}" for r in range(self.world)]
         try:
-            self.store.set(f"census/{self.rank}", "alive")
+            self.store.set(census[self.rank], "alive")
             deadline = time.monotonic() + self.config.census_s
             while True:
-                present = [r for r in range(self.world) if self.store.check([f"census/{r}"])]
-                if len(present) == self.world or time.monotonic() > deadline:
+                answered = [r for r in range(self.world) if self.store.check([census[r]])]
+                behind = [r for r in range(self.world)
+                          if r not in answered and not self._reached(r)]
+                if len(answered) == self.world or time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
         except Exception as store_err:       # the store's host is gone too
-            return RankLostError(f"{msg}; the store cannot be reached either "
-                                 f"({type(store_err).__name__}: {store_err}): {err}")
-        missing = [r for r in range(self.world) if r not in present]
+            return RankLostError(f"{msg} after {time.monotonic() - start:.1f} s; the store "
+                                 f"cannot be reached either ({type(store_err).__name__}: "
+                                 f"{store_err}): {err}")
+        elapsed = time.monotonic() - start
+        missing = behind or [r for r in range(self.world) if r not in answered]
         if not missing:
-            return RankLostError(f"{msg}: every rank is alive: {err}")
+            return RankLostError(f"{msg} after {elapsed:.1f} s: every rank is alive: {err}")
         names = ", ".join(str(m) for m in missing)
-        return RankLostError(f"{msg}: rank {names} did not take part within the "
-                             f"{self.config.timeout_s} s timeout ({len(missing)} of "
-                             f"{self.world} ranks missing): {type(err).__name__}: {err}",
-                             missing)
+        return RankLostError(f"{msg} after {elapsed:.1f} s (the process group's timeout is "
+                             f"{self.config.timeout_s} s, the census {self.config.census_s} s): "
+                             f"rank {names} did not take part ({len(missing)} of {self.world} "
+                             f"ranks missing): {type(err).__name__}: {err}", missing)
 
     def all_reduce(self, what, tensor, op=dist.ReduceOp.SUM):
         """All-reduce ``tensor`` in place over every rank (:meth:`collective`)."""
@@ -415,16 +442,18 @@ class FabricState:
 
     def _fp32_future(self, buf):
         buf.div_(self.world)
+        self._beat()
+        start = time.monotonic()
         try:
             work = dist.all_reduce(buf, group=self.group, async_op=True)
         except Exception as err:
-            raise self._lost("FP32 all-reduce", err) from err
+            raise self._lost("FP32 all-reduce", err, start) from err
 
         def done(fut):
             try:
                 return fut.value()[0]
             except Exception as err:
-                raise self._lost("FP32 all-reduce", err) from err
+                raise self._lost("FP32 all-reduce", err, start) from err
         return work.get_future().then(done)
 
     def _signs_source(self, g, piece):

@@ -163,11 +163,13 @@ def fault(rank, world, store, kind, victim=1, at_step=3, steps=6, sizes=SIZES):
 
 
 def stop(rank, world, store, victim, at_step=2, steps=4, hang_s=60.0, timeout_s=10.0,
-         sizes=SIZES):
+         census_s=None, crash=True, sizes=SIZES):
     """G-Binary training in which rank ``victim`` stops before its backward
-    pass of ``at_step`` (it waits, at most ``hang_s`` seconds, then exits): every
-    other rank must raise RankLostError naming it, after the process
-    group's ``timeout_s`` and the census."""
+    pass of ``at_step`` (it waits, at most ``hang_s`` seconds, until every
+    other rank has noticed, then exits, or returns when not ``crash``):
+    every other rank must raise RankLostError naming it, after the process
+    group's ``timeout_s`` and the census (``census_s``, the config's
+    default when None)."""
     import os
     import time
     from neuron_fabric.host.ddp.hook import RankLostError
@@ -175,8 +177,9 @@ def stop(rank, world, store, victim, at_step=2, steps=4, hang_s=60.0, timeout_s=
     group = dist.new_group(list(range(world)), timeout=datetime.timedelta(seconds=timeout_s))
     model = Fixed(sizes)
     ddp = DDP(model, process_group=group)
+    census = {} if census_s is None else dict(census_s=census_s)
     state = FabricState(_groups(model, sizes), {g: "gbinary" for g, _ in sizes},
-                        FabricConfig(timeout_s=timeout_s, census_s=3.0), process_group=group,
+                        FabricConfig(timeout_s=timeout_s, **census), process_group=group,
                         store=store)
     ddp.register_comm_hook(state, fabric_hook)
     t0 = None
@@ -186,11 +189,13 @@ def stop(rank, world, store, victim, at_step=2, steps=4, hang_s=60.0, timeout_s=
                 # Stopped: until every other rank has noticed (its census key),
                 # and as long again as their census waits for this one.
                 deadline = time.monotonic() + hang_s
-                others = [f"census/{r}" for r in range(world) if r != victim]
+                others = [f"census/{at_step}/{r}" for r in range(world) if r != victim]
                 while time.monotonic() < deadline and not store.check(others):
                     time.sleep(0.2)
                 time.sleep(state.config.census_s + 1.0)
-                os._exit(3)
+                if crash:
+                    os._exit(3)
+                return dict(stopped=at_step)
             t0 = time.monotonic()
             ddp.zero_grad()
             ddp(_grads(rank, step, sizes)).backward()
