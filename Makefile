@@ -51,6 +51,9 @@ help:
 	@echo "make functional   paper section 6 check on the top: identity, G-Binary, G-Ternary (SIM=verilator|icarus)"
 	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from contract/regmap.py"
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
+	@echo "make release      build/release/: the default Verilog of both profiles, register maps, parameter"
+	@echo "                  headers, lint waivers (.vlt), a FuseSoC core without Python, LICENSE, CHANGELOG entry, SHA256SUMS"
+	@echo "make release-lint the release's files linted with its own waiver file (verilator -Wall)"
 	@echo "make bench        golden-model throughput on a 64 MiB buffer; gradient runtime through the device model"
 	@echo "make bench-ddp    the DDP hook's pack and decode on one core -> build/reports/ddp_bench.json"
 	@echo "make ddp          torchrun training with the DDP hooks, 2/4/8 processes, and the 1M-parameter"
@@ -163,6 +166,19 @@ envelope-rtl: verilog
 
 functional: $(STAMP)
 	$(PY) -m neuron_fabric.sim.functional --line-bits $(LINE_BITS) --stages $(STAGES) --simulator $(SIM) $(call smoke,--elements 256)
+
+# The release (hdl/export/release.py) of the configuration: the defaults
+# unless LINE_BITS= ... are given (SMOKE=1: into the reports folder).
+RELEASE_DIR ?= $(call smoke,$(REPORTS)/release,build/release)
+.PHONY: release release-lint
+
+release: $(STAMP)
+	$(PY) -m neuron_fabric.hdl.export.release --line-bits $(LINE_BITS) --workers $(WORKERS) \
+	    --stages $(STAGES) --regions $(REGIONS) --max-outstanding $(MAX_OUTSTANDING) \
+	    --out $(RELEASE_DIR)
+
+release-lint: release
+	$(PY) -m neuron_fabric.sim.lint --release $(RELEASE_DIR)
 
 regdocs: $(STAMP)
 	$(PY) -m neuron_fabric.contract.regmap $(REGDOCS)

@@ -13,13 +13,16 @@
 
 import argparse
 import functools
+import pathlib
 import sys
 import textwrap
+from importlib.metadata import PackageNotFoundError, version
 
 from neuron_fabric.contract import facts
 from neuron_fabric.contract.facts import ParameterError
 
-__all__ = ["ArgumentParser", "guarded", "parameter_set", "INTERNAL_ERROR", "legal_space"]
+__all__ = ["ArgumentParser", "guarded", "parameter_set", "package_version", "write_error",
+           "INTERNAL_ERROR", "legal_space"]
 
 #: Exit status of an internal failure (BSD ``EX_SOFTWARE``).
 INTERNAL_ERROR = 70
@@ -66,6 +69,30 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
+    def add_parameters(self, profile_help=None):
+        """The parameters of contract section 1 (``--line-bits`` ...
+        ``--max-outstanding``, their legal values and defaults from
+        ``contract/facts.py``), and ``--profile`` with ``profile_help``."""
+        span = lambda rng: f"{rng.start}..{rng.stop - 1}"           # noqa: E731
+        for name, what, legal in (
+                ("line_bits", "bits per line", f"one of {facts.LINE_BITS_CHOICES}"),
+                ("workers", "workers per lane", f"one of {facts.WORKERS_CHOICES}"),
+                ("stages", "datapath latency in cycles", span(facts.STAGES_RANGE)),
+                ("regions", "region-table entries of the top", span(facts.REGIONS_RANGE)),
+                ("max_outstanding", "reads+writes in flight in the top",
+                 span(facts.MAX_OUTSTANDING_RANGE))):
+            self.add_argument("--" + name.replace("_", "-"), type=int,
+                              default=facts.DEFAULTS[name], metavar="N",
+                              help=f"{what}, {legal} (default %(default)s)")
+        if profile_help:
+            self.add_argument("--profile", choices=sorted(facts.PROFILES), default="full",
+                              help=f"{profile_help} (default %(default)s)")
+
+    def add_version(self):
+        """``--version``: the installed neuron-fabric's version."""
+        self.add_argument("--version", action="version",
+                          version=f"%(prog)s {package_version()}")
+
     def add_jobs(self, default=2, what="processes"):
         """``--jobs N``, N at least 1 (an error naming the value otherwise)."""
         self.add_argument("--jobs", type=_at_least_one, default=default, metavar="N",
@@ -75,6 +102,24 @@ class ArgumentParser(argparse.ArgumentParser):
         parsed, rest = super().parse_known_args(args, namespace)
         _CURRENT.update(prog=self.prog, args=parsed)
         return parsed, rest
+
+
+def package_version():
+    """The installed neuron-fabric's version (the release's)."""
+    try:
+        return version("neuron-fabric")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def write_error(path, exc):
+    """Why ``path`` could not be written (``exc``, an ``OSError``), in a
+    few words: a folder on its way that is a file is named as such."""
+    path = pathlib.Path(path)
+    blocker = next((a for a in path.parents if a.exists() and not a.is_dir()), None)
+    if blocker is not None:
+        return f"{str(blocker)!r} is a file, not a folder"
+    return exc.strerror or str(exc)
 
 
 def parameter_set(text):

@@ -36,9 +36,9 @@ import re
 import sys
 from dataclasses import replace
 
-from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.contract.facts import (DEFAULTS, PROFILES, TOP_MODULE, Format, GateKind,
-                                          Layout, Mode, Operand, TopParams)
+from neuron_fabric.contract.cli import ArgumentParser, guarded, write_error
+from neuron_fabric.contract.facts import (TOP_MODULE, Format, GateKind, Layout, Mode,
+                                          Operand, TopParams)
 from neuron_fabric.contract.regmap import (ADDR_BITS, COUNTERS, DATA_BITS, ID_VALUE,
                                            VERSION_MAJOR, VERSION_MINOR, Field, Register,
                                            RegisterMap)
@@ -246,13 +246,15 @@ def write_files(out_dir, params=None):
 
 @guarded
 def main(argv=None):
-    p = ArgumentParser(prog="neuron-fabric-regmap",
-                       description="Write the register map as a C header and as JSON.")
-    for name in ("line_bits", "workers", "stages", "regions", "max_outstanding"):
-        p.add_argument("--" + name.replace("_", "-"), type=int, default=DEFAULTS[name])
-    p.add_argument("--profile", choices=sorted(PROFILES), default="full")
-    p.add_argument("--header", metavar="FILE", help="write the C header to FILE")
+    p = ArgumentParser(prog="neuron-fabric-regmap", parameters=True,
+                       description="Write the register map of one build of the top "
+                                   "neuron_fabric (contract section 4.4) as a C header "
+                                   "and as JSON, for software.")
+    p.add_parameters(profile_help="feature profile of the build (CAPS2 names it)")
+    p.add_argument("--header", metavar="FILE",
+                   help="write the C header (NF_REG_<NAME>_OFFSET ...) to FILE")
     p.add_argument("--json", metavar="FILE", help="write the JSON to FILE")
+    p.add_version()
     args = p.parse_args(argv)
     try:
         params = TopParams(**{name: getattr(args, name) for name in _PARAMS})
@@ -263,8 +265,11 @@ def main(argv=None):
     for path, text in ((args.header, c_header), (args.json, json_text)):
         if path:
             path = pathlib.Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text(params))
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text(params))
+            except OSError as exc:
+                p.error(f"cannot write {str(path)!r}: {write_error(path, exc)}")
             print(f"wrote {path}")
     return 0
 

@@ -4,15 +4,25 @@
 // Export the block first (default parameters: LINE_BITS 512, WORKERS 8,
 // STAGES 5, REGIONS 8, MAX_OUTSTANDING 32, so the AXI ID is 5 bits):
 //     make verilog            -> build/verilog/neuron_fabric.v
-// and compile this file together with it.  The exported module has no
-// Verilog parameters; the widths below must match the exported build.
+// or take build/release/full/neuron_fabric.v from `make release`, and
+// compile this file together with it.  The exported module has no Verilog
+// parameters; the widths below must match the exported build, whose
+// neuron_fabric_params.vh holds them (NF_LINE_BITS, NF_AXI_ID_BITS and
+// NF_WIDTH_<PORT>).  Lint with the release's waiver file first,
+//     $ verilator --lint-only -Wall neuron_fabric.vlt neuron_fabric.v this.v
+// which waives the export's style in the exported file alone: a width here
+// that does not match the build is a WIDTH warning in this file.
 
 `default_nettype none
+
+// (the module is named after what it is, not after this example's file)
+// verilator lint_off DECLFILENAME
 
 module cxl_mem_expander #(
     parameter LINE_BITS = 512,
     parameter ID_BITS   = 5
 ) (
+    // verilator lint_on DECLFILENAME
     input  wire                   clk,
     input  wire                   rst,          // synchronous, active high
 

@@ -332,10 +332,12 @@ def run_cocotb(*, sources, toplevel, test_module, simulator, build_dir,
     return total
 
 
-def lint_verilog(path, toplevel, waivers=()):
-    """Run ``verilator --lint-only -Wall`` on ``path``; return (rc, output)."""
+def lint_verilog(paths, toplevel, options=()):
+    """Run ``verilator --lint-only -Wall`` with ``options`` (``-GNAME=V``
+    ...) on ``paths`` (Verilog files and ``.vlt`` configuration files, in
+    order); return (rc, output)."""
     env = dict(os.environ, **verilator_env())
-    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", toplevel]
-    cmd += [f"-Wno-{w}" for w in waivers] + [str(path)]
+    cmd = ["verilator", "--lint-only", "-Wall", "--top-module", toplevel, *options]
+    cmd += [str(p) for p in paths]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     return proc.returncode, proc.stdout + proc.stderr

@@ -29,14 +29,39 @@ def convert(design, name, keep_flops=True):
     aliases of bits of other signals, and are given private names
     (``$alias<n>``) before the Verilog is written, because Yosys 0.70's ABC9
     mapping (``synth_ecp5``) aborts on some netlists whose public wire names
-    hold brackets (an assertion in ``abc_ops_reintegrate``)."""
+    hold brackets (an assertion in ``abc_ops_reintegrate``).
+
+    The ``always @*`` blocks run once at time 0 in any simulator
+    (:func:`_time_zero_trigger`)."""
     text = _private_aliases(rtlil.convert(design, name=name, emit_src=False))
     if keep_flops:
         text = _keep_flops(text)
     yosys = find_yosys(lambda version: version >= (0, 40))
     script = [f"read_rtlil <<rtlil\n{text}\nrtlil", "proc -nomux -norom", "memory_collect",
               "write_verilog -norename"]
-    return yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True)
+    return _time_zero_trigger(yosys.run(["-q", "-"], "\n".join(script), ignore_warnings=True))
+
+
+#: The trigger Yosys' ``write_verilog`` declares in each module that has
+#: ``always @*`` blocks: ``reg \$auto$verilog_backend.cc:<line>:dump_module$<n>  = 0;``.
+_TRIGGER = re.compile(r"^(\s*)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) = 0;$",
+                      re.M)
+
+
+def _time_zero_trigger(text):
+    """``text`` (Verilog) with each module's time-0 trigger a net.
+
+    An ``always @*`` block waits for a change of what it reads before it
+    runs first, so a block whose inputs are constants or registers that
+    keep their initial values never runs: its outputs stay X.  Yosys reads
+    a trigger of its own in every such block (``if (trigger) begin end``),
+    declared ``reg trigger = 0``; but a variable's initialiser makes no
+    event under SystemVerilog's rules (Icarus ``-g2012``), so the outputs
+    stayed X from time 0 on (an ``s2m_drs_valid`` of X with ``rst`` high).
+    As a net with a declaration assignment (a continuous assignment) the
+    trigger changes from X to 0 at time 0 in Verilog and SystemVerilog
+    alike, and every block runs once.  Synthesis sees the same constant."""
+    return _TRIGGER.sub(r"\1wire \2 = 1'h0;", text)
 
 
 #: An RTLIL identifier holding a bracket (a whole token: a slice of a wire

@@ -14,31 +14,50 @@ The generator checks them (a bad one fails the run with one line naming
 it), exports the Verilog into the folder (``neuron_fabric.v``, the
 self-contained CXL.mem top, and ``neuron_fabric_datapath.v``, the core on
 its own), writes the register map beside it (``neuron_fabric_regs.h``,
-``neuron_fabric_regs.json``) and writes ``<name>.core`` (CAPI2, named by
-``vlnv``) listing those files: fileset ``rtl`` (the top, or the core with
-``NO_TOP``), ``datapath`` (the core) and ``regmap`` (the header and JSON,
-file type ``user``); target ``default`` is ``rtl`` and ``regmap`` with the
-top level set.
+``neuron_fabric_regs.json``), the lint waivers scoped to the exported files
+(``neuron_fabric.vlt``) and the build's widths (``neuron_fabric_params.vh``),
+and writes ``<name>.core`` (CAPI2, named by ``vlnv``) listing those files:
+fileset ``rtl`` (the waivers, the parameter header and the top, or the core
+with ``NO_TOP``), ``datapath`` (the core) and ``regmap`` (the header and
+JSON, file type ``user``); target ``default`` is ``rtl`` and ``regmap``
+with the top level set.
 
 The Python that runs it (``python3`` on PATH) needs neuron-fabric and
-PyYAML installed (``pip install 'neuron-fabric[fusesoc]'``).  In a source
+PyYAML installed (the wheel with its ``fusesoc`` extra), of the release
+the core belongs to: it says so in one line otherwise.  In a source
 checkout the exports go through the checkout's Verilog cache
 (``build/cache/verilog``), as ``make verilog`` does.
 """
 
 import pathlib
+import re
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
-import yaml
+try:
+    import yaml
 
-from neuron_fabric.contract.facts import DATAPATH_MODULE, DEFAULTS, PROFILES, TOP_MODULE, TopParams
-from neuron_fabric.contract.paths import REPO, VERILOG_CACHE
-from neuron_fabric.contract.regmap_files import HEADER_NAME, JSON_NAME, write_files
-from neuron_fabric.contract.cli import guarded
-from neuron_fabric.hdl.export.verilog import (cached_verilog, datapath_verilog, top_verilog,
-                                              write_verilog)
+    from neuron_fabric.contract.cli import guarded
+    from neuron_fabric.contract.facts import (DATAPATH_MODULE, DEFAULTS, PROFILES, TOP_MODULE,
+                                              TopParams)
+    from neuron_fabric.contract.paths import REPO, VERILOG_CACHE
+    from neuron_fabric.contract.regmap_files import HEADER_NAME, JSON_NAME, write_files
+    from neuron_fabric.hdl.export.integration import (PARAMS_HEADER_NAME, WAIVER_NAME,
+                                                      params_header, waiver_config)
+    from neuron_fabric.hdl.export.verilog import (cached_verilog, datapath_verilog, top_verilog,
+                                                  write_verilog)
+except ModuleNotFoundError as exc:           # (run by FuseSoC: one line, not a traceback)
+    sys.exit(f"neuron_fabric_gen: error: the python3 on PATH ({sys.executable}) cannot import "
+             f"{exc.name}: install neuron-fabric and PyYAML into it (pip install "
+             f"'neuron_fabric-<version>-py3-none-any.whl[fusesoc]', or `make venv` in a "
+             f"checkout and activate .venv)")
 
-__all__ = ["PARAMETERS", "GeneratorError", "read_parameters", "core_text", "generate", "main"]
+__all__ = ["PARAMETERS", "GeneratorError", "read_parameters", "core_text", "generate",
+           "check_package", "main"]
+
+#: The core this generator belongs to, when FuseSoC runs it from the core's
+#: folder (``hdl/export/fusesoc_gen.py`` under the folder of ``neuron_fabric.core``).
+CORE_FILE = pathlib.Path(__file__).resolve().parents[2] / "neuron_fabric.core"
 
 #: The generator's parameters: name -> (TopParams field, type, default).
 PARAMETERS = {
@@ -84,11 +103,32 @@ def read_parameters(parameters):
     return params, values["NO_TOP"]
 
 
+def check_package(core_file=CORE_FILE):
+    """Raise :class:`GeneratorError` unless the installed neuron-fabric is
+    the version of the core in ``core_file`` (its VLNV's version): the
+    Verilog comes from the installed package, the core from its folder."""
+    if not core_file.is_file():
+        return
+    match = re.search(r"^name:\s*\S+:(\S+)\s*$", core_file.read_text(), re.M)
+    try:
+        installed = version("neuron-fabric")
+    except PackageNotFoundError:
+        installed = None
+    if match and installed != match.group(1):
+        raise GeneratorError(f"the core {core_file} is version {match.group(1)}, but the "
+                             f"neuron-fabric installed for {sys.executable} is "
+                             f"{installed or 'no version'}: install the package of the same "
+                             f"release")
+
+
 def core_text(vlnv, params, no_top=False):
     """The CAPI2 text of the generated core: the files :func:`generate` writes."""
     top = DATAPATH_MODULE if no_top else TOP_MODULE
     filesets = {
-        "rtl": {"files": [{f"{top}.v": {"file_type": "verilogSource"}}]},
+        "rtl": {"files": [{WAIVER_NAME: {"file_type": "vlt"}},
+                          {PARAMS_HEADER_NAME: {"file_type": "verilogSource",
+                                                "is_include_file": True}},
+                          {f"{top}.v": {"file_type": "verilogSource"}}]},
         "datapath": {"files": [{f"{DATAPATH_MODULE}.v": {"file_type": "verilogSource"}}]},
         "regmap": {"files": [{HEADER_NAME: {"file_type": "user"}},
                              {JSON_NAME: {"file_type": "user"}}]},
@@ -116,6 +156,7 @@ def _export(function, **params):
 def generate(gapi, out_dir="."):
     """Export for the GAPI input ``gapi`` (a dict) into ``out_dir``; return
     the path of the core file written there."""
+    check_package()
     params, no_top = read_parameters(gapi.get("parameters"))
     vlnv = gapi.get("vlnv")
     if not vlnv:
@@ -129,6 +170,8 @@ def generate(gapi, out_dir="."):
                       _export(top_verilog, regions=params.regions,
                               max_outstanding=params.max_outstanding, **core))
     write_files(out_dir, params)
+    write_verilog(out_dir / WAIVER_NAME, waiver_config())
+    write_verilog(out_dir / PARAMS_HEADER_NAME, params_header(params))
     name = vlnv.split(":")[2] if vlnv.count(":") >= 2 else "neuron_fabric"
     path = out_dir / f"{name}.core"
     path.write_text(core_text(vlnv, params, no_top))

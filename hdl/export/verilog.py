@@ -21,17 +21,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric import contract, hdl
-from neuron_fabric.contract.cli import ArgumentParser, guarded, parameter_set
+from neuron_fabric.contract.cli import ArgumentParser, guarded, parameter_set, write_error
 from neuron_fabric.contract.facts import (
     DATAPATH_MODULE,
     DEFAULTS,
-    LINE_BITS_CHOICES,
-    MAX_OUTSTANDING_RANGE,
     PROFILES,
-    REGIONS_RANGE,
-    STAGES_RANGE,
     TOP_MODULE,
-    WORKERS_CHOICES,
     TopParams,
 )
 from neuron_fabric.hdl.datapath import DatapathDesign
@@ -235,13 +230,23 @@ def cached_verilog(export, folder, **params):
     return text
 
 
+def _umask():
+    """The process's umask (read by setting it and setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_verilog(path, text):
     """Write ``text`` to ``path`` (folders made) in one step: a reader, such
-    as a parallel test worker, never sees half a file."""
+    as a parallel test worker, never sees half a file.  The file's mode is
+    what ``open`` gives under the process's umask (0644 under umask 022),
+    not the private 0600 of a temporary file."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as f:
             f.write(text)
         os.replace(tmp, path)
@@ -256,23 +261,9 @@ def _parser():
         prog="neuron-fabric-export", parameters=True,
         description="Write the NEURON-Fabric datapath core and CXL.mem top as "
                     "self-contained Verilog.")
-    p.add_argument("--line-bits", type=int, default=DEFAULTS["line_bits"],
-                   help=f"bits per line, one of {LINE_BITS_CHOICES} (default %(default)s)")
-    p.add_argument("--workers", type=int, default=DEFAULTS["workers"],
-                   help=f"workers per lane, one of {WORKERS_CHOICES} (default %(default)s)")
-    p.add_argument("--stages", type=int, default=DEFAULTS["stages"],
-                   help=f"datapath latency in cycles, {STAGES_RANGE.start}.."
-                        f"{STAGES_RANGE.stop - 1} (default %(default)s)")
-    p.add_argument("--regions", type=int, default=DEFAULTS["regions"],
-                   help=f"region-table entries of the top, {REGIONS_RANGE.start}.."
-                        f"{REGIONS_RANGE.stop - 1} (default %(default)s)")
-    p.add_argument("--max-outstanding", type=int, default=DEFAULTS["max_outstanding"],
-                   help=f"reads+writes in flight in the top, {MAX_OUTSTANDING_RANGE.start}.."
-                        f"{MAX_OUTSTANDING_RANGE.stop - 1} (default %(default)s)")
+    p.add_parameters(profile_help="feature profile of the datapath")
     p.add_argument("--no-top", action="store_true",
                    help="write the datapath core only")
-    p.add_argument("--profile", choices=sorted(PROFILES), default="full",
-                   help="feature profile of the datapath (default %(default)s)")
     p.add_argument("--out-dir", default="build/verilog",
                    help="folder for the .v files (default %(default)s)")
     p.add_argument("--regmap", action="store_true",
@@ -281,6 +272,7 @@ def _parser():
     p.add_argument("--cache", metavar="DIR",
                    help="keep each export in DIR and reuse it while the sources and "
                         "parameters are unchanged (make uses build/cache/verilog)")
+    p.add_version()
     return p
 
 
@@ -319,10 +311,11 @@ def main(argv=None):
             return 2
     for module, text in texts.items():
         try:
-            path = write_verilog(pathlib.Path(args.out_dir) / f"{module}.v", text)
+            path = pathlib.Path(args.out_dir) / f"{module}.v"
+            write_verilog(path, text)
         except OSError as exc:
             print(f"neuron-fabric-export: error: cannot write {module}.v into "
-                  f"{args.out_dir!r}: {exc.strerror or exc}", file=sys.stderr)
+                  f"{args.out_dir!r}: {write_error(path, exc)}", file=sys.stderr)
             return 2
         print(f"wrote {path}")
     if args.regmap:
@@ -330,7 +323,8 @@ def main(argv=None):
             paths = write_regmap_files(args.out_dir, params)
         except OSError as exc:
             print(f"neuron-fabric-export: error: cannot write the register map into "
-                  f"{args.out_dir!r}: {exc.strerror or exc}", file=sys.stderr)
+                  f"{args.out_dir!r}: {write_error(pathlib.Path(args.out_dir) / 'x', exc)}",
+                  file=sys.stderr)
             return 2
         for path in paths:
             print(f"wrote {path}")

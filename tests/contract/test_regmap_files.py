@@ -217,3 +217,32 @@ def test_cli_errors_are_one_line(argv, message, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_write_errors_are_one_line(tmp_path, capsys):
+    """An output that cannot be written is the user's error (exit 2, one
+    line naming it), not an internal error."""
+    plain = tmp_path / "plain"
+    plain.write_text("")
+    for argv, message in ((["--json", str(plain / "regs.json")],
+                           f"{str(plain)!r} is a file, not a folder"),
+                          (["--header", str(tmp_path)], "Is a directory")):
+        with pytest.raises(SystemExit) as exc:
+            regmap_files.main(argv)
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_cli_version_and_help_describe_it(capsys):
+    from importlib.metadata import version
+    with pytest.raises(SystemExit) as exc:
+        regmap_files.main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"neuron-fabric-regmap {version('neuron-fabric')}"
+    with pytest.raises(SystemExit):
+        regmap_files.main(["--help"])
+    out = capsys.readouterr().out
+    for option in ("--line-bits N", "--profile", "--header FILE", "--json FILE"):
+        line = next(line for line in out.splitlines() if line.strip().startswith(option))
+        assert len(line.strip()) > len(option) + 10, line      # (help text beside it)

@@ -1,5 +1,7 @@
 """Shared pytest helpers of the export's tests."""
 
+import re
+
 import pytest
 
 
@@ -40,3 +42,21 @@ def top_contract_ports():
     """``top_contract_ports(line_bits, id_bits)``: the top's ports of
     contract 4.1, name -> (direction, width)."""
     return spec_ports
+
+
+def parse_ports(text, module):
+    """The ports of ``module`` in exported Verilog ``text``: name ->
+    (direction, width)."""
+    body = text[text.index(f"module {module}("):]
+    body = body[:body.index("endmodule")]
+    ports = {}
+    for direction, width, name in re.findall(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\w+);",
+                                             body, re.M):
+        ports[name] = (direction, int(width) + 1 if width else 1)
+    return ports
+
+
+@pytest.fixture(scope="session")
+def exported_ports():
+    """``exported_ports(text, module)``: the ports the Verilog declares."""
+    return parse_ports

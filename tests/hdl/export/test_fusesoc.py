@@ -3,8 +3,8 @@
 
 FuseSoC itself reads the core (``core-info``, ``gen list``) and runs the
 lint target and an integrator's core through the generator; the files it
-lints are checked against the project's own export, and the lint options
-against the waivers of ``sim/lint.py``.
+lints are checked against the project's own export, and the waivers are
+the generated ``.vlt`` scoped to the exported files, no global option.
 """
 
 import os
@@ -19,9 +19,8 @@ import yaml
 from neuron_fabric.contract import regmap_files
 from neuron_fabric.contract.facts import TopParams
 from neuron_fabric.contract.paths import VERILOG_CACHE
-from neuron_fabric.hdl.export import fusesoc_gen
+from neuron_fabric.hdl.export import fusesoc_gen, integration
 from neuron_fabric.hdl.export.verilog import cached_verilog, top_verilog
-from neuron_fabric.sim import lint
 from neuron_fabric.sim.tb_top import SMALL_TOP
 from neuron_fabric.sim.toolchain import verilator_env
 
@@ -56,15 +55,35 @@ def test_core_version_is_the_package_version():
     assert _core()["name"] == f"{VLNV}:{version}"
 
 
-def test_lint_targets_use_the_waivers_of_sim_lint():
+def test_lint_targets_waive_nothing_globally():
+    """The waivers come with the generated files (a .vlt scoped to them),
+    not as global options that would hide a wrapper's mistakes."""
     targets = _core()["targets"]
-    expected = ["-Wall"] + [f"-Wno-{kind}" for kind in lint.WAIVERS]
     linted = [name for name, target in targets.items() if target.get("flow") == "lint"]
     assert linted == ["lint", "lint_small"]
     for name in linted:
         options = targets[name]["flow_options"]
         assert options["tool"] == "verilator"
-        assert options["verilator_options"] == expected, name
+        assert options["verilator_options"] == ["-Wall"], name
+
+
+def test_generator_refuses_a_package_of_another_release(tmp_path):
+    core = tmp_path / "neuron_fabric.core"
+    core.write_text(CORE.read_text().replace(f"name: {VLNV}:", f"name: {VLNV}:0.0.1+"))
+    with pytest.raises(fusesoc_gen.GeneratorError, match="the core .* is version 0.0.1\\+"):
+        fusesoc_gen.check_package(core)
+    fusesoc_gen.check_package(CORE)              # (this checkout's: the same release)
+
+
+def test_generator_without_the_package_says_what_to_install(tmp_path):
+    """Run under a Python that has no neuron-fabric (isolated: no site
+    packages, the checkout not on its path): one line, no traceback."""
+    proc = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "hdl/export/fusesoc_gen.py"),
+                           "input.yml"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("neuron_fabric_gen: error: the python3 on PATH")
+    assert "cannot import" in lines[0] and "Traceback" not in proc.stderr
 
 
 def test_generator_instance_parameters_are_the_defaults():
@@ -134,6 +153,11 @@ def test_lint_small_target_lints_the_exported_top(tmp_path):
     vc = next(work.glob("*.vc")).read_text().split()
     assert "--lint-only" in vc and "-Wall" in vc and vc[vc.index("--top-module") + 1] == \
         "neuron_fabric"
+    assert not [option for option in vc if option.startswith("-Wno-")]
+    assert (folder / integration.WAIVER_NAME).read_text() == integration.waiver_config()
+    assert any(option.endswith(integration.WAIVER_NAME) for option in vc)
+    assert (folder / integration.PARAMS_HEADER_NAME).read_text() == \
+        integration.params_header(SMALL_TOP)
     assert (folder / regmap_files.HEADER_NAME).read_text() == regmap_files.c_header(SMALL_TOP)
 
 
@@ -167,7 +191,7 @@ def test_integrator_core_chooses_the_parameters(tmp_path):
                        profile="paper")
     chosen = {"LINE_BITS": 64, "WORKERS": 4, "STAGES": 1, "REGIONS": 2, "MAX_OUTSTANDING": 4,
               "PROFILE": "paper"}
-    options = ["-Wall"] + [f"-Wno-{kind}" for kind in lint.WAIVERS]
+    options = ["-Wall"]
     user = tmp_path / "user"
     user.mkdir()
     (user / "nf_user.core").write_text(INTEGRATOR.replace("{PARAMS}", yaml.safe_dump(

@@ -3,6 +3,7 @@ section 3 for every parameter set."""
 
 import itertools
 import re
+import os
 import subprocess
 import sys
 import pathlib
@@ -78,6 +79,23 @@ def test_cli_writes_the_datapath(tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "neuron_fabric_datapath.v").read_text()
     assert module_ports(text, DATAPATH_MODULE) == spec_ports(64, 4)
+    # the mode any new file gets under the umask (0644 under 022), not 0600
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert (tmp_path / "neuron_fabric_datapath.v").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_cli_version_and_unwritable_folder(tmp_path):
+    from importlib.metadata import version
+    proc = subprocess.run([str(EXPORT), "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == \
+        f"neuron-fabric-export {version('neuron-fabric')}"
+    (tmp_path / "plain").write_text("")
+    proc = subprocess.run([str(EXPORT), "--no-top", "--line-bits", "64", "--workers", "4",
+                           "--stages", "1", "--out-dir", str(tmp_path / "plain" / "v")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "is a file, not a folder" in proc.stderr
 
 
 QUICK = [(64, 4, 1, "full"), (512, 8, 5, "full"), (512, 8, 5, "paper"), (1024, 16, 8, "full")]

@@ -2,7 +2,6 @@
 integration example compiles against it (Icarus and Verilator lint)."""
 
 import os
-import re
 import shutil
 import subprocess
 
@@ -15,21 +14,11 @@ from neuron_fabric.sim.toolchain import verilator_env
 from neuron_fabric.contract.facts import TOP_MODULE
 
 
-def exported_ports(text, module):
-    body = text[text.index(f"module {module}("):]
-    body = body[:body.index("endmodule")]
-    ports = {}
-    for direction, width, name in re.findall(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\w+);",
-                                             body, re.M):
-        ports[name] = (direction, int(width) + 1 if width else 1)
-    return ports
-
-
 @pytest.mark.parametrize("params", [TopParams(line_bits=64, workers=4, stages=2, regions=0,
                                               max_outstanding=4),
                                     TopParams(line_bits=128, workers=16, stages=3, regions=16,
                                               max_outstanding=256)])
-def test_ports_follow_spec(params, top_contract_ports):
+def test_ports_follow_spec(params, top_contract_ports, exported_ports):
     text = top_verilog(line_bits=params.line_bits, workers=params.workers, stages=params.stages,
                        regions=params.regions, max_outstanding=params.max_outstanding)
     assert exported_ports(text, TOP_MODULE) == top_contract_ports(params.line_bits, params.id_bits)
