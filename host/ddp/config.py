@@ -11,11 +11,12 @@ collective).  No torch here: the options can be built and checked without it.
 from dataclasses import dataclass
 
 from neuron_fabric.host.control import MODE_POLICY
-from neuron_fabric.contract.facts import LINE_BITS_CHOICES, Layout
+from neuron_fabric.contract.facts import LINE_BITS_CHOICES, WORKERS_CHOICES, Layout
 from neuron_fabric.host.runtime import GroupPolicy
 
 __all__ = ["MAX_RANKS_PER_CONTROLLER", "RankLostError", "Event", "StepTraffic",
-           "controller_workers", "check_line_bits", "policy_of", "FabricConfig"]
+           "controller_slots", "controller_workers", "split_ranks", "check_line_bits",
+           "policy_of", "FabricConfig"]
 
 #: Largest ranks per controller (W = 16, contract section 1).
 MAX_RANKS_PER_CONTROLLER = 16
@@ -68,15 +69,39 @@ class StepTraffic:
         return 8 * (self.fp32_elements + self.low_elements)
 
 
-def controller_workers(ranks):
-    """W of a controller for ``ranks`` ranks: the smallest of 4, 8, 16 that is
-    at least ``ranks`` with ``W - ranks`` even (spare slots pair up)."""
+def controller_slots(ranks):
+    """``(W, copies)`` of a controller for ``ranks`` ranks: each rank writes its
+    signs into ``copies`` worker slots (1 for an even number of ranks, 2 for
+    an odd one), and W is the smallest of 4, 8, 16 that holds the
+    ``copies * ranks`` slots; the ``W - copies * ranks`` spare slots (an even
+    number) cancel in pairs.  With two copies every vote counts twice
+    (``c' = 2c + pairs``, ``a' = 2a``): the majority is the ranks' own, so
+    1, 3, 5 and 7 ranks a controller are served (an odd count of 9 to 15
+    is not: 2R > 16)."""
     if not 1 <= ranks <= MAX_RANKS_PER_CONTROLLER:
         raise ValueError(f"a controller takes 1..{MAX_RANKS_PER_CONTROLLER} ranks, not {ranks}")
-    for w in (4, 8, 16):
-        if w >= ranks and (w - ranks) % 2 == 0:
-            return w
-    raise ValueError(f"{ranks} ranks: no controller width W in (4, 8, 16) with W - {ranks} even")
+    copies = 1 if ranks % 2 == 0 else 2
+    for w in WORKERS_CHOICES:
+        if w >= copies * ranks:
+            return w, copies
+    raise ValueError(f"{ranks} ranks a controller: an odd count needs 2 x {ranks} worker "
+                     f"slots, more than W={WORKERS_CHOICES[-1]}; use ranks_per_controller "
+                     f"of at most 8 or an even number")
+
+
+def controller_workers(ranks):
+    """W of a controller for ``ranks`` ranks (:func:`controller_slots`)."""
+    return controller_slots(ranks)[0]
+
+
+def split_ranks(world):
+    """Ranks a controller for a job of ``world`` ranks when the config does not
+    say: the largest divisor of ``world`` that one controller serves
+    (:func:`controller_slots`: at most 16, an odd one at most 7), so that
+    past 16 ranks (or at 9, 11, ... when a divisor serves) the job splits
+    into equal controllers on its own."""
+    return next(r for r in range(min(world, MAX_RANKS_PER_CONTROLLER), 0, -1)
+                if world % r == 0 and (r % 2 == 0 or 2 * r <= WORKERS_CHOICES[-1]))
 
 
 def check_line_bits(line_bits, ranks, workers):
@@ -112,8 +137,9 @@ class FabricConfig:
         the sizes of the groups and buckets (at 64 bits, at most 8 ranks a
         controller: :func:`check_line_bits`).
     ranks_per_controller : int or None
-        R; the world size when None (at most 16).  The world size must be a
-        multiple of R.
+        R; when None, the largest divisor of the world size one controller
+        serves (:func:`split_ranks`: the world size itself up to 16, or 7
+        and below when it is odd).  The world size must be a multiple of R.
     layout : Layout
         How sign lines are written: WORKER_MAJOR (each rank its own
         segment, what a shared pool needs) or ELEMENT_MAJOR (the lines

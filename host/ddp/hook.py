@@ -39,10 +39,15 @@ over every rank (section 5.4).
 FP32 groups are averaged by an all-reduce over every rank (``allreduce_hook``
 when the whole bucket is FP32).
 
-A controller built for W workers with R < W ranks (W is the smallest of 4,
-8, 16 at least R; W - R must be even) has its W - R spare worker slots
-written once as cancelling pairs, one all-positive and one all-non-positive,
-so every vote margin is the R ranks' own.
+Any number of ranks: each rank writes its signs into one worker slot (an
+even R) or two (an odd R, so that every vote counts twice), W is the
+smallest of 4, 8, 16 that holds them (:func:`.config.controller_slots`),
+and the spare slots, an even number, are written once as cancelling
+pairs, one all-positive and one all-non-positive: every vote margin is the
+R ranks' own, doubled with two copies (the direction divides by the slots
+that vote, a MARGIN gate's threshold is doubled to match).  Without
+``ranks_per_controller`` the job splits into equal controllers of the
+largest size one controller serves (:func:`.config.split_ranks`).
 
 The options, and what the hook reports, are in :mod:`.config` (torch-free).
 """
@@ -58,9 +63,9 @@ import torch.distributed as dist
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, Mode, count_geometry
 from neuron_fabric.host import golden
 from neuron_fabric.host.control import FP32 as FP32_MODE, MODE_POLICY
-from neuron_fabric.host.ddp.config import (MAX_RANKS_PER_CONTROLLER, Event, FabricConfig,
-                                           RankLostError, StepTraffic, check_line_bits,
-                                           controller_workers, policy_of)
+from neuron_fabric.host.ddp.config import (Event, FabricConfig, RankLostError, StepTraffic,
+                                           check_line_bits, controller_slots,
+                                           controller_workers, policy_of, split_ranks)
 from neuron_fabric.host.ddp.pack import pack_counts, pack_signs
 from neuron_fabric.host.ddp.pool import Pools, Window
 from neuron_fabric.host.ddp.replica import Replicas, run_untimed
@@ -132,15 +137,15 @@ class FabricState:
         self.world = dist.get_world_size(self.group)
         self.rank = dist.get_rank(self.group)
         self.store = store
-        r = c.ranks_per_controller or min(self.world, MAX_RANKS_PER_CONTROLLER)
+        r = c.ranks_per_controller or split_ranks(self.world)
         if self.world % r:
             raise ValueError(f"{self.world} ranks do not split into controllers of {r}")
         self.ranks_per_controller = r
         self.controllers = self.world // r
         self.controller, self.local = divmod(self.rank, r)
-        self.workers = controller_workers(r)
+        self.workers, self.copies = controller_slots(r)
         check_line_bits(c.line_bits, r, self.workers)
-        self.pad_pairs = (self.workers - r) // 2
+        self.pad_pairs = (self.workers - self.copies * r) // 2
         groups = {name: list(params) for name, params in groups.items()}
         self._group_of = {}
         for name, params in groups.items():
@@ -166,10 +171,11 @@ class FabricState:
         self.replicas = rep = Replicas(capacity, c.line_bits, self.workers, self.controllers,
                                        max(c.regions, len(self.groups)), c.layout)
         self.regions = rep.regions
-        fill = {}
+        fill, used = {}, self.copies * r
         for i in range(self.pad_pairs):
-            fill[r + 2 * i], fill[r + 2 * i + 1] = 0xFF, 0x00
+            fill[used + 2 * i], fill[used + 2 * i + 1] = 0xFF, 0x00
         self.pools = Pools(self.group, r, self.controllers, self.workers, fill, c.pool,
+                           copies=self.copies,
                            line_bytes=c.line_bits // 8, size1=rep.size1, size2=rep.size2,
                            windows1=[Window(w.base, w.lines) for w in rep.windows1.values()],
                            contributors=count_geometry(rep.operand)[1] if rep.operand else 0)
@@ -203,7 +209,13 @@ class FabricState:
     # -- modes -------------------------------------------------------------------------
 
     def _layout(self, policy):
-        return replace(policy, layout=self.config.layout) if policy.low_bit else FP32
+        """``policy`` as this state's controllers take it: the config's layout,
+        and a MARGIN gate's threshold counted in slots (each rank votes
+        ``copies`` times)."""
+        if not policy.low_bit:
+            return FP32
+        return replace(policy, layout=self.config.layout,
+                       threshold=policy.threshold * self.copies)
 
     def _fixed_modes(self, step):
         if step < self.config.warmup_steps:
@@ -483,7 +495,8 @@ class FabricState:
                 g = buf[p.start:p.stop]
                 window = self.replicas.windows1[p.group].piece(p.cursor, p.n, self._lanes1)
                 seg = pack_signs(self._signs_source(g, p), window.lines * self._lanes1)
-                self.traffic.pool_write += pools.level1.write(_pool(window), self.local, seg)
+                for slot in range(self.local * self.copies, (self.local + 1) * self.copies):
+                    self.traffic.pool_write += pools.level1.write(_pool(window), slot, seg)
                 self.traffic.low_elements += p.n
                 if self.config.scale:
                     flags[1 + i] = float(g.abs().mean())
@@ -495,8 +508,8 @@ class FabricState:
         if flags[0]:
             return self._fallback()
         if self.controllers == 1:
-            return {id(p): self._finish(p, self._read_level1(p, window, np.float32), r,
-                                        self.pad_pairs, flags[1 + i])
+            return {id(p): self._finish(p, self._read_level1(p, window, np.float32),
+                                        self.copies * r, self.pad_pairs, flags[1 + i])
                     for i, (p, window) in enumerate(plan)}
         counts = [(i, p, self._read_level1(p, window, np.int32))
                   for i, (p, window) in enumerate(plan)]
@@ -505,7 +518,8 @@ class FabricState:
             [1.0 if self.pending_fault else 0.0], dtype=torch.float64))
         if check[0]:
             return self._fallback()
-        return {id(p): self._finish(p, self._read_level2(p, window), self.controllers * r,
+        return {id(p): self._finish(p, self._read_level2(p, window),
+                                    self.controllers * self.copies * r,
                                     self.controllers * self.pad_pairs, flags[1 + i])
                 for (i, p, _), window in zip(counts, windows2)}
 

@@ -147,13 +147,15 @@ class GatherPool(_Pool):
         The members' process group, member ``k`` being the group's rank ``k``
         for ``k < members``.
     members : int
-        Slots that members write; the others hold ``fill``.
+        Members; member ``k`` owns slots ``k*copies .. (k+1)*copies - 1``
+        (the same segment in each); the other slots hold ``fill``.
     """
 
-    def __init__(self, group, members, line_bytes, slots, fill=None):
+    def __init__(self, group, members, line_bytes, slots, fill=None, copies=1):
         super().__init__(line_bytes, slots, fill)
         self.group = group
         self.members = members
+        self.copies = copies
         self._mine = {}
         self.sent = 0
 
@@ -176,7 +178,8 @@ class GatherPool(_Pool):
         self.sent += (self.members - 1) * seg.numel()
         out = self._filled(window.lines)
         for k, part in enumerate(parts):
-            out[:, k * self.seg:(k + 1) * self.seg] = part.numpy()
+            for slot in range(k * self.copies, (k + 1) * self.copies):
+                out[:, slot * self.seg:(slot + 1) * self.seg] = part.numpy()
         return out
 
     def close(self):
@@ -194,7 +197,10 @@ class Pools:
     group : ProcessGroup
         The job's ranks; rank ``c*R + i`` is worker ``i`` of controller ``c``.
     ranks_per_controller, controllers, workers : int
-        R, the controllers, W (``W - R`` spare worker slots).
+        R, the controllers, W.
+    copies : int
+        Worker slots each rank writes (2 for an odd R; ``W - copies * R``
+        spare slots).
     fill : dict of int to int
         The constant byte of each spare worker slot.
     kind : str
@@ -208,7 +214,7 @@ class Pools:
     """
 
     def __init__(self, group, ranks_per_controller, controllers, workers, fill, kind, *,
-                 line_bytes, size1, size2, windows1, contributors):
+                 copies, line_bytes, size1, size2, windows1, contributors):
         r = ranks_per_controller
         world = dist.get_world_size(group)
         rank = dist.get_rank(group)
@@ -228,10 +234,11 @@ class Pools:
                            for k in range(controllers)]
                 peers = [dist.new_group([ranks[k * r + i] for k in range(controllers)])
                          for i in range(r)]
-                self.level1 = GatherPool(members[controller], r, line_bytes, workers, fill)
+                self.level1 = GatherPool(members[controller], r, line_bytes, workers, fill,
+                                         copies)
                 self.level2 = GatherPool(peers[local], controllers, line_bytes, contributors)
             else:
-                self.level1 = GatherPool(group, r, line_bytes, workers, fill)
+                self.level1 = GatherPool(group, r, line_bytes, workers, fill, copies)
             return
         box = [[ShmPool.new_name() for _ in range(controllers + 1)] if rank == 0 else None]
         dist.broadcast_object_list(box, src=ranks[0], group=group)

@@ -22,6 +22,7 @@ def plans():
         2: [("exact", "aggregate", dict(cases=CASES)),
             ("options", "aggregate", dict(cases=OPTION_CASES, steps=3)),
             ("widths", "aggregate", dict(cases=oracle.WIDTH_CASES))],
+        3: [("odd", "aggregate", dict(cases=oracle.ODD_CASES))],
         4: [("exact", "aggregate", dict(cases=CASES)),
             ("control", "control", {}),
             ("fault-write", "fault", dict(kind="write")),

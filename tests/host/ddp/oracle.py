@@ -9,28 +9,40 @@ from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode
 from neuron_fabric.host import golden
 
 
+def slots_for(ranks):
+    """``(W, copies)`` of a controller for ``ranks`` ranks (the hook's
+    documented rule): each rank votes in one slot, or in two when ``ranks``
+    is odd; W is the smallest of 4, 8, 16 that holds the slots."""
+    copies = 1 if ranks % 2 == 0 else 2
+    return next(w for w in (4, 8, 16) if w >= copies * ranks), copies
+
+
 def workers_for(ranks):
-    """W of a controller for ``ranks`` ranks (the hook's documented rule)."""
-    return next(w for w in (4, 8, 16) if w >= ranks and (w - ranks) % 2 == 0)
+    """W of a controller for ``ranks`` ranks."""
+    return slots_for(ranks)[0]
 
 
 def expected(grads, policy, layout, line_bits=512, first_element=0):
     """The direction every rank must get for one piece.
 
     ``grads``: (R, n) float, one row per rank.  The controller has W workers;
-    its W - R spare slots are pairs of an all-positive and an
+    rank ``i`` is worker ``i`` (or workers ``2i`` and ``2i + 1`` when R is
+    odd); the spare slots are pairs of an all-positive and an
     all-non-positive worker.  The lines are packed by ``golden.encode_signs``
     in ``layout``, read by ``golden.transform`` with the region's mode,
-    format and gate at the phase of the piece's lines (the piece starts at
+    format and gate (a MARGIN gate's threshold counted in slots, so doubled
+    with two copies) at the phase of the piece's lines (the piece starts at
     element ``first_element`` of the group's window, a line boundary), and
-    decoded by ``golden.decode``.  The direction: SIGN as is, MARGIN a'/R,
-    COUNT (2 (c' - pairs) - R) / R.
+    decoded by ``golden.decode``.  With ``S = copies * R`` voting slots the
+    direction is SIGN as is, MARGIN a'/S, COUNT (2 (c' - pairs) - S) / S.
     """
     r, n = grads.shape
-    w = workers_for(r)
-    pairs = (w - r) // 2
+    w, copies = slots_for(r)
+    voters = copies * r
+    pairs = (w - voters) // 2
     pad = np.tile(np.array([[1.0], [-1.0]], np.float32), (pairs, n))
-    rows = np.vstack([grads, pad]) if pairs else grads
+    rows = np.repeat(grads, copies, axis=0)
+    rows = np.vstack([rows, pad]) if pairs else rows
     lines = golden.encode_signs(rows, line_bits, layout)
     lanes = line_bits // w
     assert first_element % lanes == 0
@@ -38,14 +50,14 @@ def expected(grads, policy, layout, line_bits=512, first_element=0):
     phase = golden.line_phase(np.arange(first, first + len(lines)), lanes, policy["period"])
     resp = golden.transform(lines, w, Mode(policy["mode"]), Format(policy["format"]),
                             policy["gate_kind"], policy["period"], policy["keep"],
-                            policy["threshold"], phase, layout=layout)
+                            copies * policy["threshold"], phase, layout=layout)
     v = golden.decode(resp, w, Format(policy["format"]), n).astype(np.float32)
     fmt = policy["format"]
     if fmt == Format.SIGN:
         return v
     if fmt == Format.MARGIN:
-        return v / np.float32(r)
-    return (2 * (v - pairs) - r) / np.float32(r)
+        return v / np.float32(voters)
+    return (2 * (v - pairs) - voters) / np.float32(voters)
 
 
 def wide(grads, policy, line_bits=512, first_element=0):
@@ -97,6 +109,12 @@ HIERARCHY_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gathe
 WIDTH_CASES = [(p, dict(line_bits=line_bits, layout=int(layout), pool="shm"))
                for line_bits in (64, 128, 256, 1024) for layout in Layout
                for p in (POLICIES[Format.SIGN], POLICIES[6 + Format.COUNT])]
+
+#: An odd number of ranks (each votes in two worker slots): every mode and
+#: format, both gates, both layouts, both pools.
+ODD_CASES = [(p, dict(layout=int(layout), pool="shm")) for p in POLICIES for layout in Layout] + \
+    [(POLICIES[Format.SIGN], dict(layout=int(Layout.WORKER_MAJOR), pool="gather")),
+     (POLICIES[6 + Format.COUNT], dict(layout=int(Layout.WORKER_MAJOR), pool="gather"))]
 
 #: The options beyond the paper (off by default), on G-Binary SIGN over 3 steps.
 OPTION_CASES = [(POLICIES[2], dict(error_feedback=True)), (POLICIES[2], dict(scale=True))]

@@ -127,3 +127,27 @@ def test_every_line_width_is_golden(job, case):
         for rank, v in enumerate(values):
             np.testing.assert_array_equal(v["grads"][0][index], want,
                                           err_msg=f"rank {rank}, parameter {index}")
+
+
+@pytest.mark.parametrize("case", range(len(oracle.ODD_CASES)),
+                         ids=[f"m{p['mode']}f{p['format']}g{p['gate_kind']}P{p['period']}"
+                              f"-L{c['layout']}-{c['pool']}" for p, c in oracle.ODD_CASES])
+def test_odd_world_is_the_majority_of_the_real_ranks(job, case):
+    """3 ranks, each voting in two of W 8 slots beside one cancelling pair:
+    the golden read of those slots, and (SIGN, MARGIN) the golden vote over
+    the 3 ranks alone, so the spare slots take no part in it."""
+    results = job(3)
+    assert all(r.ok for r in results), [(r.rank, r.error, r.stderr[-2000:]) for r in results]
+    values = [r.value["odd"][case] for r in results]
+    policy, config = oracle.ODD_CASES[case]
+    assert [v["workers"] for v in values] == [8] * 3 and values[0]["events"] == []
+    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES)
+    for index, (_, n) in enumerate(ranks.SIZES):
+        grads = _rank_grads(3, index, n)
+        want = oracle.expected(grads, policy, Layout(config["layout"]), first_element=first[index])
+        for rank, v in enumerate(values):
+            np.testing.assert_array_equal(v["grads"][0][index], want,
+                                          err_msg=f"rank {rank}, parameter {index}")
+        if policy["format"] != Format.COUNT:
+            np.testing.assert_array_equal(
+                want, oracle.wide(grads, policy, first_element=first[index]))
