@@ -34,7 +34,7 @@ VERILOG_DIR ?= build/verilog
 REGDOCS     ?= docs/registers.md build/docs/registers.md
 export NEURON_FABRIC_REPORTS := $(abspath $(REPORTS))
 
-.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick train-rates train-batch64 hierarchy envelope latency envelope-rtl functional regdocs synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full evidence
+.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick train-rates train-batch64 hierarchy envelope latency envelope-rtl functional regdocs release release-lint synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full evidence
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -49,7 +49,8 @@ help:
 	@echo "make test-long    the tests marked long: long variants of checks make test runs fast"
 	@echo "make verilog      export build/verilog/*.v (LINE_BITS= WORKERS= STAGES= REGIONS= MAX_OUTSTANDING= PROFILE=)"
 	@echo "make functional   paper section 6 check on the top: identity, G-Binary, G-Ternary (SIM=verilator|icarus)"
-	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from contract/regmap.py"
+	@echo "make regdocs      regenerate docs/registers.md (and build/docs/registers.md) from contract/regmap.py,"
+	@echo "                  and the port tables of README.md and docs/top.md from the export's port list"
 	@echo "make lint         verilator --lint-only -Wall on the exported Verilog"
 	@echo "make release      build/release/: the default Verilog of both profiles, register maps, parameter"
 	@echo "                  headers, lint waivers (.vlt), a FuseSoC core without Python, LICENSE, CHANGELOG entry, SHA256SUMS"
@@ -170,7 +171,6 @@ functional: $(STAMP)
 # The release (hdl/export/release.py) of the configuration: the defaults
 # unless LINE_BITS= ... are given (SMOKE=1: into the reports folder).
 RELEASE_DIR ?= $(call smoke,$(REPORTS)/release,build/release)
-.PHONY: release release-lint
 
 release: $(STAMP)
 	$(PY) -m neuron_fabric.hdl.export.release --line-bits $(LINE_BITS) --workers $(WORKERS) \
@@ -180,8 +180,10 @@ release: $(STAMP)
 release-lint: release
 	$(PY) -m neuron_fabric.sim.lint --release $(RELEASE_DIR)
 
+# (SMOKE=1: the port tables are checked, not written)
 regdocs: $(STAMP)
 	$(PY) -m neuron_fabric.contract.regmap $(REGDOCS)
+	$(PY) -m neuron_fabric.hdl.export.ports $(call smoke,--check) README.md docs/top.md
 
 # (SMOKE=1: the 64-bit paper-profile core, as the flows' own smoke tests)
 FLOW_SMOKE = $(call smoke,--line-bits 64 --profiles paper)
