@@ -22,6 +22,7 @@ import pytest
 from neuron_fabric.contract import regmap_files
 from neuron_fabric.contract.facts import TopParams
 from neuron_fabric.contract.paths import VERILOG_CACHE
+from neuron_fabric.hdl.export import integration
 from neuron_fabric.hdl.export.verilog import cached_verilog, datapath_verilog, top_verilog
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -106,4 +107,7 @@ def test_installed_wheel_exports_outside_the_checkout(wheel, tmp_path):
         cached_verilog(top_verilog, VERILOG_CACHE, regions=PARAMS.regions,
                        max_outstanding=PARAMS.max_outstanding, **core)
     assert (out / regmap_files.HEADER_NAME).read_text() == regmap_files.c_header(PARAMS)
+    assert (out / integration.WAIVER_NAME).read_text() == integration.waiver_config()
+    assert (out / integration.PARAMS_HEADER_NAME).read_text() == \
+        integration.params_header(PARAMS)
     assert sorted(p.name for p in work.iterdir()) == ["out"]

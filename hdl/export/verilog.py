@@ -32,6 +32,8 @@ from neuron_fabric.contract.facts import (
 from neuron_fabric.hdl.datapath import DatapathDesign
 from neuron_fabric.hdl.export.convert import convert
 from neuron_fabric.hdl.export.flat import FlatTop
+from neuron_fabric.hdl.export.integration import (PARAMS_HEADER_NAME, WAIVER_NAME,
+                                                  params_header, waiver_config)
 from neuron_fabric.hdl.hierarchy.unit import HIERARCHY_MODULE, HierarchyUnit
 
 __all__ = ["FlatDatapath", "FlatHierarchy", "convert", "datapath_verilog",
@@ -317,6 +319,15 @@ def main(argv=None):
             print(f"neuron-fabric-export: error: cannot write {module}.v into "
                   f"{args.out_dir!r}: {write_error(path, exc)}", file=sys.stderr)
             return 2
+        print(f"wrote {path}")
+    # the integrator's files: waivers scoped to the exported files, and the
+    # top's widths as Verilog macros
+    extra = {WAIVER_NAME: waiver_config()}
+    if not args.no_top:
+        extra[PARAMS_HEADER_NAME] = params_header(params)
+    for name, text in extra.items():
+        path = pathlib.Path(args.out_dir) / name
+        write_verilog(path, text)
         print(f"wrote {path}")
     if args.regmap:
         try:
