@@ -13,7 +13,8 @@ __all__ = ["LABELS", "by_kind", "table", "event_lines", "speed_lines"]
 LABELS = {"fp32": "FP32 (allreduce_hook)", "powersgd": "PowerSGD (rank 1)",
           "gbinary": "G-Binary", "gternary": "G-Ternary (2-of-3 gate)",
           "split": "G-Binary backbone + FP32 head (20 FP32 steps first)",
-          "control": "control plane live"}
+          "control": "control plane live",
+          "drop-in": "G-Binary drop-in (the hook's defaults, FP32's rate)"}
 
 
 def by_kind(rows):

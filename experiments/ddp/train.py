@@ -8,8 +8,12 @@ initial weights), ``batch`` examples per process and step, the harness's
 batch order (rank ``k`` takes the ``k``-th slice of the global batch), its
 cosine learning-rate decay and SGD with momentum 0.9 applied as the
 harness applies it (each group's direction scaled by its rate, then the
-optimiser at rate 1).  The gradient of each process goes through the
-chosen communication hook:
+optimiser at rate 1).  The NEURON-Fabric hooks take the paper's raw sign
+step (``FabricConfig(scale=False)``, a direction in [-1, 1] at its own
+rate ``--lr-low``) unless ``--drop-in`` asks for the hook's default: a
+direction at the gradient's scale and the FP32 rate for every step, what a
+plain FP32 script gets when it only registers the hook.  The gradient of
+each process goes through the chosen communication hook:
 
 =============  ==================================================================
 ``--hook``     aggregation
@@ -79,9 +83,14 @@ def _accuracy(model, x, y):
         return float((model(torch.from_numpy(x)).argmax(1).numpy() == y).mean())
 
 
-def _lr(task, hook, lr_fp32, lr_low):
+def _lr(task, hook, lr_fp32, lr_low, drop_in=False):
+    """The rate of FP32 steps and of low-bit steps: with ``drop_in`` the hook
+    returns directions at the gradient's scale and every step takes the
+    FP32 rate; otherwise the paper's raw sign step takes its own rate."""
     lr_fp32 = lr_fp32 or TUNED_LR[task]["fp32"]
-    if lr_low is None:
+    if drop_in:
+        lr_low = lr_fp32
+    elif lr_low is None:
         lr_low = TUNED_LR[task]["gternary" if hook == "gternary" else "gbinary"]
     return {FP32: lr_fp32, "low": lr_low}
 
@@ -104,7 +113,8 @@ def _register_hook(args, ddp, parts, store):
     config = FabricConfig(ranks_per_controller=args.ranks_per_controller,
                           layout=Layout[args.layout.upper().replace("-", "_")],
                           pool=args.pool, warmup_steps=args.warmup,
-                          timeout_s=args.timeout)
+                          timeout_s=args.timeout,
+                          **({} if args.drop_in else dict(scale=False)))
     state = FabricState(parts, policies, config, store=store)
     if args.hook == "control":
         RankControl(state, COMMANDER, SupervisorConfig())
@@ -123,7 +133,7 @@ def run(args, rank, world, store):
     model = CNN(args.seed, task.image_shape, task.classes, tuple(args.channels), args.hidden)
     ddp = DDP(model, bucket_cap_mb=args.bucket_mb)
     parts = groups(model)
-    lrs = _lr(args.task, args.hook, args.lr_fp32, args.lr_low)
+    lrs = _lr(args.task, args.hook, args.lr_fp32, args.lr_low, args.drop_in)
     state = _register_hook(args, ddp, parts, store)
     opt = torch.optim.SGD(model.parameters(), lr=1.0, momentum=0.9)
     group_of = {id(p): g for g, ps in parts.items() for p in ps}
@@ -202,6 +212,11 @@ def parser():
     ap.add_argument("--lr-fp32", type=float, default=None, help="default: the harness's tuned rate")
     ap.add_argument("--lr-low", type=float, default=None, help="default: the harness's tuned rate")
     ap.add_argument("--warmup", type=int, default=0, help="FP32 steps before the low-bit modes")
+    ap.add_argument("--drop-in", action="store_true",
+                    help="the hook's default (FabricConfig(scale=True)): directions at the "
+                         "gradient's scale and the FP32 rate for every step, as a plain FP32 "
+                         "script would run; without it, the paper's raw sign step "
+                         "(scale=False) at its own --lr-low")
     ap.add_argument("--channels", type=int, nargs=2, default=(8, 16))
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--bucket-mb", type=float, default=25.0)

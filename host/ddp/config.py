@@ -158,9 +158,12 @@ class FabricConfig:
         residual ``e = p - mean|p| * sign(p)`` of ``p = g + e`` and packs the
         signs of ``p``.
     scale : bool
-        Ours, beyond the paper (off by default): a low-bit direction is
-        multiplied by the mean over ranks of the piece's mean magnitude
-        ``mean|g|``, so it has the gradient's scale.
+        On by default (the hook is then a drop-in: a working FP32 script
+        that registers it keeps its optimiser and learning rate): a low-bit
+        direction is multiplied by the mean over ranks of the piece's mean
+        magnitude ``mean|g|``, so it has the gradient's scale (ours, beyond
+        the paper).  ``scale=False`` is the paper's raw sign step, a
+        direction in [-1, 1] that needs its own, much smaller rate.
     timeout_s : float
         The process group's timeout (given to ``init_process_group``): a
         collective that has not completed by then fails.
@@ -183,7 +186,7 @@ class FabricConfig:
     pool: str = "auto"
     warmup_steps: int = 0
     error_feedback: bool = False
-    scale: bool = False
+    scale: bool = True
     timeout_s: float = 60.0
     census_s: float = 5.0
     diagnostics: bool = False

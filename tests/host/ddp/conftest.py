@@ -12,6 +12,9 @@ HERE = pathlib.Path(__file__).parent
 
 #: The end-to-end run: the easy task, G-Binary, the harness's defaults.
 TRAIN_ARGV = ["--hook", "gbinary", "--task", "digits", "--seed", "0"]
+#: The drop-in run: the hook's defaults and the FP32 rate for every step.
+DROP_IN_ARGV = ["--hook", "gbinary", "--drop-in", "--task", "digits", "--seed", "0",
+                "--steps", "200"]
 
 
 def plans():
@@ -21,7 +24,8 @@ def plans():
     return {
         2: [("exact", "aggregate", dict(cases=CASES)),
             ("options", "aggregate", dict(cases=OPTION_CASES, steps=3)),
-            ("widths", "aggregate", dict(cases=oracle.WIDTH_CASES))],
+            ("widths", "aggregate", dict(cases=oracle.WIDTH_CASES)),
+            ("drop-in", "train", dict(argv=DROP_IN_ARGV))],
         3: [("odd", "aggregate", dict(cases=oracle.ODD_CASES))],
         4: [("exact", "aggregate", dict(cases=CASES)),
             ("control", "control", {}),

@@ -52,7 +52,7 @@ def aggregate(rank, world, store, cases, steps=1, sizes=SIZES, seed=0):
         ddp = DDP(model)
         policy = GroupPolicy(**policy)
         state = FabricState(_groups(model, sizes), {g: policy for g, _ in sizes},
-                            FabricConfig(**config), store=store)
+                            FabricConfig(**{"scale": False, **config}), store=store)
         order = []
 
         def hook(state, bucket):      # records DDP's order of the bucket's parameters
@@ -113,7 +113,7 @@ def control(rank, world, store, steps=14, nan_at=6, sizes=SIZES):
     from neuron_fabric.host.ddp.control import RankControl
     model, ddp = _fixed_model(sizes)
     state = FabricState(_groups(model, sizes), {g: "fp32" for g, _ in sizes},
-                        FabricConfig(), store=store)
+                        FabricConfig(scale=False), store=store)
     try:
         RankControl(state, CommanderConfig(warmup_steps=2, diag_window=2,
                                            cos_min={"gbinary": -1.0, "gternary": -1.0}),
@@ -139,7 +139,8 @@ def fault(rank, world, store, kind, victim=1, at_step=3, steps=6, sizes=SIZES):
     length) or "read" (its memory answers every read with an error)."""
     model, ddp = _fixed_model(sizes)
     state = FabricState(_groups(model, sizes), {g: "gbinary" for g, _ in sizes},
-                        FabricConfig(warmup_steps=at_step if kind == "write" else 2),
+                        FabricConfig(warmup_steps=at_step if kind == "write" else 2,
+                                     scale=False),
                         store=store)
     try:
         ddp.register_comm_hook(state, fabric_hook)
