@@ -473,19 +473,21 @@ def _data(quick, jobs, seeds, batches, trials, rows, pilots, group_sizes, second
                 claims=claims(rows, pilots), wall_seconds=seconds)
 
 
-def run(out, jobs=1, quick=False):
+def run(out, jobs=1, quick=False, batches=None, pilots=True):
     """Tune, run and write ``evidence.json``; return its path.  One batch
     size after another (its rates chosen, then its rows run), the batch-16
     rows with the easy task's; after each, ``evidence.partial.json`` holds
-    what is done (the same content, ``batches`` those finished)."""
+    what is done (the same content, ``batches`` those finished).
+    ``batches`` (default :data:`BATCHES`) and ``pilots`` False run a part,
+    for :func:`merge`."""
     start = time.perf_counter()
     single_thread_env()
     out_dir = pathlib.Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    batches = BATCHES[:1] if quick else BATCHES
+    batches = BATCHES[:1] if quick else tuple(batches or BATCHES)
     seeds = SEEDS[:1] if quick else SEEDS
     arms = arms_for(quick)
-    pilots = _pilot_faults(seeds, jobs, quick)
+    pilots = _pilot_faults(seeds, jobs, quick) if pilots else {}
     trials, reported, done = [], {}, []
     for b in batches:
         chosen, tried = tune(arms, (b,), jobs, quick)
@@ -498,6 +500,26 @@ def run(out, jobs=1, quick=False):
                      time.perf_counter() - start)
         (out_dir / "evidence.partial.json").write_text(json.dumps(data, indent=1))
     path = out_dir / "evidence.json"
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def merge(paths, out):
+    """One ``evidence.json`` in ``out`` from the parts at ``paths`` (runs of
+    disjoint batch sizes, one with the pilots): rows and tuning joined,
+    claims made again; return its path."""
+    parts = [json.loads(pathlib.Path(p).read_text()) for p in paths]
+    rows, sizes = {}, {}
+    for part in parts:
+        for task, by_batch in part["rows"].items():
+            rows.setdefault(task, {}).update(by_batch)
+        sizes.update(part["group_sizes"])
+    pilots = next((p["pilots"] for p in parts if p["pilots"]), {})
+    batches = sorted({b for p in parts for b in p["batches"]})
+    data = _data(parts[0]["quick"], max(p["jobs"] for p in parts), parts[0]["seeds"], batches,
+                 [t for p in parts for t in p["tuning"]], rows, pilots, sizes,
+                 sum(p["wall_seconds"] for p in parts))
+    path = pathlib.Path(out) / "evidence.json"
     path.write_text(json.dumps(data, indent=1))
     return path
 
@@ -521,11 +543,21 @@ def main(argv=None):
     ap.add_argument("--out", default="build/reports", help="report folder (default %(default)s)")
     ap.add_jobs()
     ap.add_argument("--quick", action="store_true", help="a smoke run of the pipeline")
+    ap.add_argument("--batches", type=int, nargs="+", choices=BATCHES,
+                    help="only these batch sizes (a part for --merge; default all)")
+    ap.add_argument("--no-pilots", action="store_true", help="no fault pilot (a part)")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="no runs: join parts (evidence.json or evidence.partial.json of runs "
+                         "of disjoint batch sizes) into OUT/evidence.json")
     ap.add_argument("--claims-only", action="store_true",
                     help="no runs: rewrite the claims of OUT/evidence.json from its rows")
     args = ap.parse_args(argv)
-    path = reclaim(pathlib.Path(args.out) / "evidence.json") if args.claims_only \
-        else run(args.out, args.jobs, args.quick)
+    if args.merge:
+        path = merge(args.merge, args.out)
+    elif args.claims_only:
+        path = reclaim(pathlib.Path(args.out) / "evidence.json")
+    else:
+        path = run(args.out, args.jobs, args.quick, args.batches, not args.no_pilots)
     print(f"wrote {path}")
     return 0
 

@@ -68,3 +68,27 @@ def test_quick_run_writes_claims(tmp_path):
     data = json.loads(path.read_text())
     assert data["quick"] and data["claims"]
     assert {c["verdict"] for c in data["claims"]} <= set(ev.VERDICTS)
+
+
+def _part(batch, pilots):
+    diff = dict(mean=-1.0, lo=-2.0, hi=0.0, n=5, diffs=[-1.0] * 5)
+    split = dict(label="G-Binary backbone + FP32 head", policy="gbinary-backbone+fp32-head",
+                 encoding="random", accuracy={}, vs_fp32=diff)
+    return dict(quick=False, jobs=1, seeds=[1, 2, 3, 4, 5], batches=[batch], wall_seconds=60.0,
+                group_sizes={"pairs-hard": {"backbone": 10, "head": 1}},
+                tuning=[dict(batch=batch, interior=True)], pilots=pilots,
+                rows={"pairs-hard": {str(batch): {"gbinary-backbone+fp32-head@random": split}}})
+
+
+def test_parts_of_disjoint_batch_sizes_merge_into_one_evidence(tmp_path):
+    # The paper's split gap, -1.34, lies inside [-2, 0]: "agrees" at both batch sizes.
+    paths = []
+    for batch, pilots in ((16, {"fault_rows": []}), (64, {})):
+        paths.append(tmp_path / f"part{batch}.json")
+        paths[-1].write_text(json.dumps(_part(batch, pilots)))
+    data = json.loads(ev.merge(paths, tmp_path).read_text())
+    assert data["batches"] == [16, 64] and set(data["rows"]["pairs-hard"]) == {"16", "64"}
+    assert len(data["tuning"]) == 2 and data["wall_seconds"] == 120.0
+    assert data["pilots"] == {"fault_rows": []}
+    split = [c for c in data["claims"] if c["claim"].startswith("Table 6: G-Binary backbone")]
+    assert [(c["batch"], c["verdict"]) for c in split] == [(16, "agrees"), (64, "agrees")]
