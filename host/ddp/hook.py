@@ -130,9 +130,29 @@ class FabricState:
 
     def __init__(self, groups, policies, config=FabricConfig(), *, process_group=None,
                  store=None):
+        self.config = config
+        groups = {name: list(params) for name, params in groups.items()}
+        if set(policies) != set(groups):
+            raise ValueError(f"policies must name exactly the groups {sorted(groups)}, "
+                             f"not {sorted(policies)}")
+        self.groups = tuple(groups)
+        self._asked = {g: policy_of(m) for g, m in policies.items()}
+        self.events = []
+        self.faulted = False
+        self.pending_fault = None
+        self.step = 0
+        self.control = None
+        self._residual = {}
+        self._attach(groups, process_group, store)
+        self.apply_modes(self._fixed_modes(0), "warm-up end" if config.warmup_steps else "")
+
+    def _attach(self, groups, process_group, store):
+        """Bind the state to this process: its process group and store, the
+        parameters of each group, the controllers' replicas and the pools
+        (a collective: every rank alike).  Every group starts on FP32."""
         if not dist.is_initialized():
             raise RuntimeError("FabricState needs torch.distributed to be initialised")
-        self.config = c = config
+        c = self.config
         self.group = process_group or dist.group.WORLD
         self.world = dist.get_world_size(self.group)
         self.rank = dist.get_rank(self.group)
@@ -147,27 +167,26 @@ class FabricState:
         check_line_bits(c.line_bits, r, self.workers)
         self.pad_pairs = (self.workers - self.copies * r) // 2
         groups = {name: list(params) for name, params in groups.items()}
-        self._group_of = {}
+        if tuple(groups) != self.groups:
+            raise ValueError(f"groups must be {list(self.groups)}, not {list(groups)}")
+        self._group_of, self._position = {}, {}
         for name, params in groups.items():
-            for p in params:
+            for i, p in enumerate(params):
                 if id(p) in self._group_of:
                     raise ValueError(f"a parameter is in groups {self._group_of[id(p)]!r} "
                                      f"and {name!r}")
                 self._group_of[id(p)] = name
-        if set(policies) != set(groups):
-            raise ValueError(f"policies must name exactly the groups {sorted(groups)}, "
-                             f"not {sorted(policies)}")
-        self.groups = tuple(groups)
-        self.policies = {g: self._layout(policy_of(m)) for g, m in policies.items()}
+                self._position[id(p)] = (name, i)
+        self.group_sizes = {g: [p.numel() for p in params] for g, params in groups.items()}
+        self.policies = {g: self._layout(p) for g, p in self._asked.items()}
         for p in self.policies.values():
             p.check(self.workers, c.line_bits)
         self._align = c.line_bits // 4              # the widest E of any W: 128 at 512 bits
         self._lanes1 = c.line_bits // self.workers   # E
         self._lanes2 = c.line_bits // COUNT_LANE_BITS
-        capacity = {g: max(self._align, sum(-(-p.numel() // self._align) * self._align
-                                             for p in params))
-                    for g, params in groups.items()}
-        self.group_elements = {g: sum(p.numel() for p in params) for g, params in groups.items()}
+        capacity = {g: max(self._align, sum(-(-n // self._align) * self._align for n in sizes))
+                    for g, sizes in self.group_sizes.items()}
+        self.group_elements = {g: sum(sizes) for g, sizes in self.group_sizes.items()}
         self.replicas = rep = Replicas(capacity, c.line_bits, self.workers, self.controllers,
                                        max(c.regions, len(self.groups)), c.layout)
         self.regions = rep.regions
@@ -181,21 +200,60 @@ class FabricState:
                            contributors=count_geometry(rep.operand)[1] if rep.operand else 0)
         self._layouts = {}
         self._cursor = {}
-        self._residual = {}
         self.modes = {g: FP32_MODE for g in self.groups}
         self._low = {g: False for g in self.groups}
-        self.events = []
-        self.faulted = False
-        self.pending_fault = None
-        self.step = 0
         self.traffic = self.last_traffic = StepTraffic()
         self.hook_s = self.last_hook_s = 0.0
         self.hook_cpu_s = self.last_hook_cpu_s = 0.0
         self.diagnose = c.diagnostics
         self._diag, self._last_diag = {}, {}
-        self.control = None
         self._beat_step = None
-        self.apply_modes(self._fixed_modes(0), "warm-up end" if c.warmup_steps else "")
+
+    # -- checkpoints (the state is part of the model, as PowerSGD's is) --------------------
+
+    def __getstate__(self):
+        """What a training checkpoint keeps (``torch.save``): the options, the
+        groups' policies and sizes, the step, the modes, the events, the
+        fault, and the error-feedback residuals by (group, parameter
+        position); not the process group, the store, the pools or the
+        replicas, which :meth:`attach` builds anew in the resumed job."""
+        if self.control is not None:
+            raise RuntimeError("a FabricState with a live control plane (RankControl) cannot "
+                               "be saved: its Predictor, Commander and Supervisor are not "
+                               "carried by a checkpoint")
+        return dict(config=self.config, groups=self.groups, asked=self._asked,
+                    group_sizes=self.group_sizes, step=self.step, modes=dict(self.modes),
+                    events=list(self.events), faulted=self.faulted,
+                    pending_fault=self.pending_fault,
+                    residual={self._position[pid]: t.clone()
+                              for pid, t in self._residual.items()})
+
+    def __setstate__(self, saved):
+        """A loaded state, detached: call :meth:`attach` before the next step."""
+        self.config, self.groups, self._asked = saved["config"], saved["groups"], saved["asked"]
+        self.step, self.events = saved["step"], saved["events"]
+        self.faulted, self.pending_fault = saved["faulted"], saved["pending_fault"]
+        self.control = None
+        self._saved = saved
+        self.pools = None
+
+    def attach(self, groups, *, process_group=None, store=None):
+        """Bind a loaded state (``torch.load`` of a checkpoint) to this job,
+        every rank alike: ``groups`` are the resumed model's parameters, in
+        the groups and order the state was built with.  The groups' modes of
+        the saved step are programmed again and the residuals restored, so
+        the run continues where it stopped."""
+        saved = self.__dict__.pop("_saved", None)
+        if saved is None:
+            raise RuntimeError("attach() is for a state loaded from a checkpoint")
+        self._attach(groups, process_group, store)
+        if self.group_sizes != saved["group_sizes"]:
+            raise ValueError(f"the groups' parameter sizes {self.group_sizes} are not the "
+                             f"checkpoint's {saved['group_sizes']}")
+        at = {key: pid for pid, key in self._position.items()}
+        self._residual = {at[key]: t for key, t in saved["residual"].items()}
+        if not self.faulted:
+            self.apply_modes(saved["modes"], "")
 
     @property
     def pool_kind(self):
@@ -204,7 +262,8 @@ class FabricState:
 
     def close(self):
         """Release the shared memory (after the last step, on every rank)."""
-        self.pools.close()
+        if self.pools is not None:
+            self.pools.close()
 
     # -- modes -------------------------------------------------------------------------
 
@@ -424,6 +483,9 @@ class FabricState:
         return out
 
     def _communicate(self, bucket):
+        if self.pools is None:
+            raise RuntimeError("a FabricState loaded from a checkpoint needs "
+                               "state.attach(groups) before its first step")
         buf = bucket.buffer()
         pieces = self._pieces(bucket)
         low = [p for p in pieces if self._low[p.group] and not self.faulted]

@@ -205,3 +205,51 @@ def stop(rank, world, store, victim, at_step=2, steps=4, hang_s=60.0, timeout_s=
     finally:
         state.close()
     return dict(error=None)
+
+
+def checkpoint(rank, world, store, save_at=3, steps=6, sizes=SIZES):
+    """G-Binary with error feedback after a 2-step warm-up: the hook's state
+    saved with ``torch.save`` before step ``save_at``, and the run goes on
+    to ``steps``; returns the checkpoint's bytes and the gradients of the
+    steps from ``save_at`` on."""
+    import io
+    model, ddp = _fixed_model(sizes)
+    state = FabricState(_groups(model, sizes), {g: "gbinary" for g, _ in sizes},
+                        FabricConfig(warmup_steps=2, error_feedback=True, scale=False),
+                        store=store)
+    ddp.register_comm_hook(state, fabric_hook)
+    grads, saved = [], None
+    try:
+        for step in range(steps):
+            if step == save_at:
+                buf = io.BytesIO()
+                torch.save({"hook": state}, buf)
+                saved = buf.getvalue()
+            ddp.zero_grad()
+            ddp(_grads(rank, step, sizes)).backward()
+            if step >= save_at:
+                grads.append([p.grad.numpy().copy() for p in model.ps])
+        return dict(checkpoint=saved, grads=grads, events=[vars(e) for e in state.events])
+    finally:
+        state.close()
+
+
+def resume(rank, world, store, checkpoints, save_at=3, steps=6, sizes=SIZES):
+    """A fresh job: rank ``rank``'s checkpoint loaded (``torch.load``),
+    attached to a new model's parameters and process group, and the steps
+    from ``save_at`` on; returns their gradients."""
+    import io
+    state = torch.load(io.BytesIO(checkpoints[rank]), weights_only=False)["hook"]
+    model, ddp = _fixed_model(sizes)
+    state.attach(_groups(model, sizes), store=store)
+    ddp.register_comm_hook(state, fabric_hook)
+    grads = []
+    try:
+        for step in range(save_at, steps):
+            ddp.zero_grad()
+            ddp(_grads(rank, step, sizes)).backward()
+            grads.append([p.grad.numpy().copy() for p in model.ps])
+        return dict(grads=grads, step=state.step, modes=dict(state.modes),
+                    events=[vars(e) for e in state.events])
+    finally:
+        state.close()
