@@ -8,12 +8,12 @@ from amaranth import Cat, Const, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.contract.facts import Operand
+from neuron_fabric.contract.facts import PROFILES, Operand
 from neuron_fabric.contract.regmap import (CFG_ENABLE, CFG_FIELDS, CXL_ADDR_BITS, DATA_BITS,
                                            count_total_max)
 from neuron_fabric.hdl.prims.gather import and_all, or_all
 
-__all__ = ["CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "drive_config",
+__all__ = ["CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "drive_config", "has_view",
            "cfg_terms", "cfg_rules", "cfg_partial_verdicts", "cfg_verdict", "cfg_invalid",
            "check_steps", "CHECK_STEPS", "PARTS"]
 
@@ -25,10 +25,18 @@ CfgWordLayout = data.FlexibleLayout(DATA_BITS, {
 CfgLayout = data.StructLayout({f.name: f.width for f in CFG_FIELDS})
 
 
-def RegionLayout(addr_bits):
-    """A region: its configuration, enable bit and line-aligned window."""
+def RegionLayout(addr_bits, view=False):
+    """A region: its configuration, enable bit and line-aligned window; with
+    ``view`` (a build with the packed view, contract section 6.1) also its
+    VIEW bit and its SOURCE as a line address."""
+    extra = {"view": 1, "source": addr_bits} if view else {}
     return data.StructLayout({"cfg": CfgLayout, "enable": 1,
-                              "base": addr_bits, "limit": addr_bits})
+                              "base": addr_bits, "limit": addr_bits, **extra})
+
+
+def has_view(params):
+    """Whether a build of ``params`` has the packed view (contract section 6)."""
+    return PROFILES[params.profile].has("packed_view")
 
 
 def ConfigSignature(params):
@@ -39,14 +47,16 @@ def ConfigSignature(params):
     members = {"default": Out(CfgLayout), "hold": Out(1), "idle": In(1)}
     if params.regions:
         addr_bits = CXL_ADDR_BITS - params.offset_bits
-        members["regions"] = Out(data.ArrayLayout(RegionLayout(addr_bits), params.regions))
+        members["regions"] = Out(data.ArrayLayout(RegionLayout(addr_bits, has_view(params)),
+                                                  params.regions))
     return wiring.Signature(members)
 
 
 def drive_config(m, config, store, params):
     """Drive ``config`` (:func:`ConfigSignature`) from the registers' words
     ``store`` (``{register name: 32-bit signal}``): the CFG fields, each
-    region's enable, and its BASE and LIMIT as line addresses."""
+    region's enable, and its BASE and LIMIT as line addresses (with the
+    packed view, its VIEW bit and SOURCE too)."""
     default = data.View(CfgWordLayout, store["DEFAULT_CFG"])
     m.d.comb += [config.default[f.name].eq(default[f.name]) for f in CFG_FIELDS]
     ob = params.offset_bits
@@ -61,6 +71,13 @@ def drive_config(m, config, store, params):
             region.limit.eq(Cat(store[f"REGION{r}_LIMIT_LO"],
                                 store[f"REGION{r}_LIMIT_HI"][:CXL_ADDR_BITS - 32])[ob:]),
         ]
+        if has_view(params):
+            # (SOURCE_LO's bits below the 4 KiB alignment hold no state: they read 0)
+            m.d.comb += [
+                region.view.eq(store[f"REGION{r}_VIEW"][0]),
+                region.source.eq(Cat(store[f"REGION{r}_SOURCE_LO"],
+                                     store[f"REGION{r}_SOURCE_HI"][:CXL_ADDR_BITS - 32])[ob:]),
+            ]
 
 
 #: Registered steps of :func:`check_steps`: terms, rules, partial verdicts.

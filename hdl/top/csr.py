@@ -33,8 +33,10 @@ __all__ = ["ERROR_EVENTS",
            "CfgWordLayout", "CfgLayout", "RegionLayout", "ConfigSignature", "EventSignature",
            "ControlRegisters", "cfg_invalid", "control_write_bound"]
 
-_ADDR_KINDS = ("base_lo", "base_hi", "limit_lo", "limit_hi")
-_WRITABLE = ("cfg", "status") + _ADDR_KINDS
+#: Registers that are plain stored words (each region's window, and its view's
+#: VIEW and SOURCE words on a build with the packed view).
+_WORD_KINDS = ("base_lo", "base_hi", "limit_lo", "limit_hi", "view", "source_lo", "source_hi")
+_WRITABLE = ("cfg", "status") + _WORD_KINDS
 _BYTES = DATA_BITS // 8
 #: Read stage in which the selects are valid (stage 0: the captured
 #: one-hots, 1: the row's select).
@@ -92,7 +94,7 @@ class ControlRegisters(wiring.Component):
         m = Module()
         regs = self._map.registers
         store = {reg.name: Signal(DATA_BITS, name=reg.name.lower(), init=reg.reset)
-                 for reg in regs if reg.kind == "cfg" or reg.kind in _ADDR_KINDS}
+                 for reg in regs if reg.kind == "cfg" or reg.kind in _WORD_KINDS}
         status = Signal(len(STATUS_BITS))
         counters = self.counters
         for j, counter in enumerate(counters):

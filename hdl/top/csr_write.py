@@ -13,7 +13,9 @@ one-hots of its fields, ``gather.py``, the data masked by its strobes):
     3     the value the write would produce (``merged``); each register's
           byte enables
     4..6  the CFG check of that value: terms, rules, partial verdicts
-          (``cfg.py``); whether it is refused two cycles later
+          (``cfg.py``), and beside it the packed view's rule (contract
+          section 6.4: each region's terms, partial ORs, their OR);
+          whether it is refused two cycles later
     6..   wait until the request pipeline is idle (``config.hold`` is high
           from the moment both are held, ``config.idle`` answers)
     g+1   each row's apply (for its CFG register: and not refused)
@@ -28,6 +30,7 @@ place to the first with BVALID high, one more).
 """
 
 from amaranth import Cat, Const, Signal
+from amaranth.lib import data
 
 from neuron_fabric.contract.facts import PROFILES
 from neuron_fabric.contract.regmap import DATA_BITS, STATUS_BITS
@@ -35,6 +38,7 @@ from neuron_fabric.hdl.top.bus import OKAY, SLVERR
 from neuron_fabric.hdl.top.cfg import CHECK_STEPS, CfgWordLayout, check_steps
 from neuron_fabric.hdl.datapath.pipeline import KEEP
 from neuron_fabric.hdl.prims.gather import AddressDecode, and_all, or_all, tree
+from neuron_fabric.hdl.prims.pipe import register
 
 __all__ = ["WRITE_CHECK", "WRITE_COMMIT", "control_write_bound", "write_channel", "response"]
 
@@ -109,20 +113,22 @@ def write_channel(m, bus, config, regs, store, params):
     m.d.sync += merged.eq((old & ~byte_mask(strb)) | w_data)
     bad = or_all(check_steps(m, merged, params.workers, PROFILES[params.profile].features,
                              "csr_w"))
-    refused = _refused(m, bad, [sel[r.name] for r in cfgs], sel.values())
+    view_bad = _view_refused(m, regs, sel, merged, w_data, store)
+    refused = _refused(m, bad, [sel[r.name] for r in cfgs], sel.values(), view_bad)
 
     # g+1: each row's apply (and, from the check on, whether the row's CFG
     # register may be written: not refused); g+2: each register's enable;
     # g+3: registers, STATUS's clear, BVALID
     apply = _row_apply(m, steps, config.idle, rows)
     ok = [Signal(name=f"csr_w_ok{k}") for k in range(len(keys))]
-    m.d.sync += [q.eq(row & ~bad) for q, row in zip(ok, rows)]
+    m.d.sync += [q.eq(row & ~bad & ~view_bad) for q, row in zip(ok, rows)]
     copies = _copies(m, w_data, len(keys), "w_data")
     clear = Signal(len(STATUS_BITS))
     for r in regs:
         k = row_of[r.name]
         en = Signal(name=f"csr_w_en_{r.name.lower()}")
-        m.d.sync += en.eq(sel[r.name] & apply[k] & (ok[k] if r.kind == "cfg" else 1))
+        allowed = {"cfg": ok[k], "view": ~view_bad}.get(r.kind, 1)
+        m.d.sync += en.eq(sel[r.name] & apply[k] & allowed)
         if r.kind == "status":
             m.d.sync += clear.eq(copies[k][:len(clear)] &
                                  (wen[r.name][0] & apply[k]).replicate(len(clear)))
@@ -218,17 +224,40 @@ def _handshake(m, bus, config):
     return s
 
 
-def _refused(m, bad, cfg_sels, sels):
-    """Whether the write is refused (a CFG value the check refuses, or no
-    writable register), a register two cycles after the check's verdict
-    (``bad``: the OR of its partial verdicts)."""
+def _refused(m, bad, cfg_sels, sels, view_bad):
+    """Whether the write is refused (a CFG value the check refuses, a write
+    :func:`_view_refused` refuses, or no writable register), a register two
+    cycles after the check's verdict (``bad``: the OR of its partial
+    verdicts)."""
     cfg_q, writable_q, cfg_bad, refused = (Signal(name=f"csr_w_{n}") for n in
                                            ("is_cfg", "writable", "cfg_bad", "refused"))
     is_cfg = tree(m, [(s, Const(1, 1)) for s in cfg_sels], "csr_w_is_cfg")
     any_sel = tree(m, [(s, Const(1, 1)) for s in sels], "csr_w_any")
     m.d.sync += [cfg_q.eq(or_all(is_cfg)), writable_q.eq(or_all(any_sel)),
-                 cfg_bad.eq(cfg_q & bad), refused.eq(cfg_bad | ~writable_q)]
+                 cfg_bad.eq((cfg_q & bad) | view_bad), refused.eq(cfg_bad | ~writable_q)]
     return refused
+
+
+def _view_refused(m, regs, sel, merged, w_data, store):
+    """Whether the write would leave a region a packed view whose mode is
+    BYPASS or IDENTITY (contract section 6.4: a CFG write of mode 0 or 1 to
+    a view, or a VIEW write setting ``packed`` while CFG's mode is 0 or 1),
+    a register from cycle 6 on (with the CFG check's verdict): each
+    region's two terms at 4 (mode < 2 is ``~mode[1]``), partial ORs at 5,
+    their OR at 6.  Constant 0 on a build without the view."""
+    views = [r for r in regs if r.kind == "view"]
+    if not views:
+        return Const(0, 1)
+    terms = []
+    for r in views:
+        cfg = next(c for c in regs if c.kind == "cfg" and c.name == f"REGION{r.index}_CFG")
+        stored = data.View(CfgWordLayout, store[cfg.name])
+        terms += [sel[cfg.name] & store[r.name][0] & ~merged.mode[1],
+                  sel[r.name] & w_data[0] & ~stored.mode[1]]
+    terms = register(m, "csr_w_view_term", terms)
+    partial = register(m, "csr_w_view_part", [or_all(terms[i:i + 4])
+                                              for i in range(0, len(terms), 4)])
+    return register(m, "csr_w_view_bad", or_all(partial))
 
 
 def _store(m, reg, value, mask, en, bytes_en):

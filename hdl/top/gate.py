@@ -31,7 +31,8 @@ from neuron_fabric.hdl.top.phase import (MASK_STEPS, lane_residues, mask_choose,
                                          phase_candidates, phase_choose)
 from neuron_fabric.hdl.prims.pipe import copies, register
 
-__all__ = ["FIXED_PATTERN", "CONTROL_COPIES", "phase_copies", "gate_mask_steps", "slices"]
+__all__ = ["FIXED_PATTERN", "CONTROL_COPIES", "phase_copies", "gate_mask_steps", "mask_lanes",
+           "slices"]
 
 #: The fixed PATTERN gate of a build without ``gate_pattern_programmable``
 #: (the paper's 2-of-3 gate): P, K.
@@ -63,23 +64,38 @@ def _per_copy(build, selects):
     return Cat(*(part[k] for k, part in enumerate(parts)))
 
 
+def mask_lanes(params):
+    """Bits of the mask a read's in-flight entry holds: E, or with the packed
+    view ``LINE_BITS / 2``, one per element of a view line (contract section
+    6.2: source line ``b`` of a view line takes bits ``[b*E', (b+1)*E')``);
+    a read that is no view uses the first E (or ``E_c``)."""
+    return params.line_bits // 2 if PROFILES[params.profile].has("packed_view") else params.lanes
+
+
 def gate_mask_steps(m, line, params, residues, low):
-    """Steps on ``line`` (whose fields hold ``cfg``), from ``residues``
-    (``{q: (line - BASE) mod q}`` for q in 3, 5, 7, 9, 11, 13) and ``low``
-    (``(line - BASE) mod 8``) at its last stage; returns the mask, formed
-    from the last stage's registers."""
+    """Steps on ``line`` (whose fields hold ``cfg``, and ``view`` with the
+    packed view), from ``residues`` (``{q: (line - BASE) mod q}`` for q in
+    3, 5, 7, 9, 11, 13) and ``low`` (``(line - BASE) mod 8``) at its last
+    stage; returns the mask (:func:`mask_lanes` bits), formed from the last
+    stage's registers.  The phase is ``(x * E) mod P``, ``(x * E_c) mod P``
+    for a count line, and ``(x * LINE_BITS/2) mod P`` for a view line."""
     p = params
-    programmable = PROFILES[p.profile].has("gate_pattern_programmable")
+    has = PROFILES[p.profile].has
+    programmable = has("gate_pattern_programmable")
+    width = mask_lanes(p)
 
     def cfg():
         return data.View(CfgLayout, line.fields["cfg"])
 
-    counts = ((cfg().operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS)
-              if PROFILES[p.profile].has("hierarchy") else None)
+    alternatives = []
+    if has("packed_view"):
+        alternatives.append((line.fields["view"], p.line_bits // 2))
+    if has("hierarchy"):
+        alternatives.append((cfg().operand != Operand.SIGNS, p.line_bits // COUNT_LANE_BITS))
     # 1: every P's phase candidate
     period = cfg().period
     line.step()
-    cand = register(m, "gate_cand", phase_candidates(low, residues, p.lanes, counts))
+    cand = register(m, "gate_cand", phase_candidates(low, residues, p.lanes, alternatives))
     pick = register(m, "gate_period_pick", period)
     # 2: the phase chosen by P[:2]; copies of P and K for the table
     table_period = copies(m, "gate_period_t", cfg().period, CONTROL_COPIES)
@@ -93,21 +109,21 @@ def gate_mask_steps(m, line, params, residues, low):
     phase = register(m, "gate_phase", phase_choose(half, pick, 1))
     if programmable:
         lanes = [register(m, f"gate_lane_res{k}", sl) for k, sl in enumerate(_per_copy_list(
-            lambda per: lane_residues(per, p.lanes), table_period))]
+            lambda per: lane_residues(per, width), table_period))]
         keep = [register(m, f"gate_keep_b{k}", kc) for k, kc in enumerate(keep)]
     # 4: copies of the phase, each beside the slice of the table it shifts;
     # the table, u mod P < K (a 4-bit compare an entry)
     line.step()
-    shift = copies(m, "gate_phase_a", phase, phase_copies(p.lanes))
+    shift = copies(m, "gate_phase_a", phase, phase_copies(width))
     if programmable:
         table = register(m, "gate_table", Cat(*(pattern_bits(kc, sl)
                                                 for kc, sl in zip(keep, lanes))))
     else:
-        table = pattern_table(*FIXED_PATTERN, p.lanes)
+        table = pattern_table(*FIXED_PATTERN, width)
     # 5..: the table shifted by the phase, a bit a step (the last returned);
     # each step's copies of the phase taken from the last step's
     for step in range(MASK_STEPS):
-        shifted = _per_copy(lambda ph: mask_choose(table, ph[step], p.lanes, step), shift)
+        shifted = _per_copy(lambda ph: mask_choose(table, ph[step], width, step), shift)
         if step == MASK_STEPS - 1:
             return shifted
         line.step()

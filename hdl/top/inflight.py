@@ -117,17 +117,17 @@ def AllocSignature(id_bits, entry_shape):
                              "ok": In(1), "id": In(id_bits)})
 
 
-def response_members(params, channel, entry_shape, err, data_bits=0):
+def response_members(params, channel, entry_shape, err, data_bits=0, retire=False):
     """Members of a block that takes the AXI responses of ``channel`` ("r" or
     "b") and retires their IDs: the beat (``<channel>_id``, ``_data`` when
     ``data_bits``, ``_resp``, ``_valid``, ``_ready``), ``lookup``
-    (:func:`LookupSignature`), ``devload`` (reported on the block's S2M
-    channel) and ``err`` (a response was an error this cycle)."""
+    (:func:`LookupSignature`, with ``retire``), ``devload`` (reported on the
+    block's S2M channel) and ``err`` (a response was an error this cycle)."""
     c = channel
     return {f"{c}_id": In(params.id_bits),
             **({f"{c}_data": In(data_bits)} if data_bits else {}),
             f"{c}_resp": In(2), f"{c}_valid": In(1), f"{c}_ready": Out(1),
-            "lookup": Out(LookupSignature(params.id_bits, entry_shape)),
+            "lookup": Out(LookupSignature(params.id_bits, entry_shape, retire=retire)),
             "devload": In(2), err: Out(1)}
 
 
@@ -146,10 +146,17 @@ def ReserveSignature():
     return wiring.Signature({"take": Out(1), "room": In(1)})
 
 
-def LookupSignature(id_bits, entry_shape):
+def LookupSignature(id_bits, entry_shape, retire=False):
     """Retiring an ID (``valid``): its entry comes back a fixed number of
-    cycles later (the next cycle for a read, :class:`InFlightTable`)."""
-    return wiring.Signature({"valid": Out(1), "id": Out(id_bits), "entry": In(entry_shape)})
+    cycles later (the next cycle for a read, :class:`InFlightTable`).
+
+    With ``retire`` (a packed view's burst: one ID for several beats) a
+    lookup (``valid``, ``id``) only reads the entry, and the ID is given
+    back by ``retire`` and ``retire_id``, for the burst's last beat."""
+    members = {"valid": Out(1), "id": Out(id_bits), "entry": In(entry_shape)}
+    if retire:
+        members.update({"retire": Out(1), "retire_id": Out(id_bits)})
+    return wiring.Signature(members)
 
 
 class InFlightTable(wiring.Component):
@@ -194,13 +201,14 @@ class InFlightTable(wiring.Component):
     write_alloc : In(AllocSignature(...))
     read_lookup, write_lookup : In(LookupSignature(...))
         The entry comes back ``read_cycles`` and ``WRITE_LOOKUP_CYCLES``
-        cycles after the lookup.
+        cycles after the lookup; with ``read_retire`` a read's ID is given
+        back by ``retire`` instead of its lookup (a packed view's burst).
     devload : Out(2)
         Load level (contract 4.2; thresholds in :func:`devload_level`) of
         the places taken two cycles before.
     """
 
-    def __init__(self, params, *, read_entry, write_entry, read_cycles=1):
+    def __init__(self, params, *, read_entry, write_entry, read_cycles=1, read_retire=False):
         if read_cycles not in (1, 2):
             raise ValueError(f"read_cycles must be 1 or 2, not {read_cycles!r}")
         self._params = params
@@ -210,7 +218,7 @@ class InFlightTable(wiring.Component):
             "read_reserve": In(ReserveSignature()),
             "read_alloc": In(ReadAllocSignature(idw, read_entry)),
             "write_alloc": In(AllocSignature(idw, write_entry)),
-            "read_lookup": In(LookupSignature(idw, read_entry)),
+            "read_lookup": In(LookupSignature(idw, read_entry, retire=read_retire)),
             "write_lookup": In(LookupSignature(idw, write_entry)),
             "devload": Out(2),
         })
@@ -228,10 +236,11 @@ class InFlightTable(wiring.Component):
                 fill, fill_id = alloc.fill, alloc.fill_id
             else:
                 fill, fill_id = alloc.take, pool.alloc_id
+            retire = getattr(lookup, "retire", lookup.valid)
             m.d.comb += [alloc.id.eq(pool.alloc_id), pool.alloc.eq(alloc.take),
-                         pool.free.eq(lookup.valid), pool.free_id.eq(lookup.id)]
+                         pool.free.eq(retire), pool.free_id.eq(getattr(lookup, "retire_id", lookup.id))]
             _table(m, name, n, (fill, fill_id, alloc.entry), lookup, cycles, name == "write")
-            m.d.comb += getattr(places, f"{name}_free").eq(lookup.valid)
+            m.d.comb += getattr(places, f"{name}_free").eq(retire)
         m.d.comb += [
             places.read_take.eq(self.read_reserve.take),
             places.write_take.eq(self.write_alloc.take),

@@ -148,31 +148,36 @@ def _odd_moduli(p):
     return mods
 
 
-def phase_candidates(low, residues, lanes, alternative=None):
+def phase_candidates(low, residues, lanes, alternatives=()):
     """The phase ``(x * E) mod P`` for each period P (list index 0..15) from
     ``low`` (x mod 8, or its low bits) and ``residues`` (``{q: x mod q}``
     for q in 3, 5, 7, 9, 11, 13): each a table of the few bits P needs (at
-    most five, six with ``alternative``), so all of them form in one step.
+    most five, one more for each of ``alternatives``), so all of them form
+    in one step.
 
-    ``alternative``, a pair ``(select, lanes_2)``, makes each table one
-    input wider: where the 1-bit Value ``select`` is high, the phase is
-    ``(x * lanes_2) mod P`` instead (the count lines of contract section
-    5.3, ``E_c`` elements a line)."""
-    factors = [lanes] if alternative is None else [lanes, alternative[1]]
+    ``alternatives``, pairs ``(select, lanes_2)``, make each table one
+    input wider each: where the 1-bit Value ``select`` is high, the phase is
+    ``(x * lanes_2) mod P`` instead, the first such pair deciding (the count
+    lines of contract section 5.3, ``E_c`` elements a line; a packed view's
+    lines of section 6.2, ``LINE_BITS / 2`` elements a line)."""
+    alternatives = list(alternatives)
+    factors = [lanes] + [f for _, f in alternatives]
     out = [Const(0, 4), Const(0, 4)]         # P = 1 (and the rejected P = 0): phase 0
     for p in range(2, PERIOD_MAX + 1):
         nlow, mods = low_bits_needed(p, factors), _odd_moduli(p)
         fields = [(1 << nlow, nlow)] + [(q, _bits(q)) for q in mods]
-        key = Cat(low[:nlow], *(residues[q][:_bits(q)] for q in mods))
-        if alternative is not None:
-            key = Cat(key, alternative[0])
+        key = Cat(low[:nlow], *(residues[q][:_bits(q)] for q in mods),
+                  *(select for select, _ in alternatives))
+        shift = sum(width for _, width in fields)
         table = 0
         for x in range(lcm(p, 8, *mods)):
-            k, shift = 0, 0
+            k, at = 0, 0
             for modulus, width in fields:
-                k, shift = k | ((x % modulus) << shift), shift + width
-            for f, factor in enumerate(factors):
-                table |= ((x * factor) % p) << (4 * (k | (f << shift)))
+                k, at = k | ((x % modulus) << at), at + width
+            for sel in range(1 << len(alternatives)):
+                chosen = next((f for a, (_, f) in enumerate(alternatives) if sel >> a & 1),
+                              lanes)
+                table |= ((x * chosen) % p) << (4 * (k | (sel << shift)))
         out.append(Const(table, 4 << len(key)).word_select(key, 4))
     return out
 

@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from neuron_fabric.contract.facts import CXL_ADDR_BITS, Mode
 from neuron_fabric.hdl.prims.queue import CreditQueue
 from neuron_fabric.hdl.top.request import Kind, ReadEntryLayout, RequestLayout
-from neuron_fabric.hdl.top.request_layout import answered_here
+from neuron_fabric.hdl.top.request_layout import ARLEN_BITS, answered_here
 from neuron_fabric.hdl.top.request_stages import credit_windows
 
 __all__ = ["ReadIssue", "ReadEntryLayout"]
@@ -41,8 +41,9 @@ class ReadIssue(wiring.Component):
         Sent only within the request pipeline's credit windows.
     read_left : Out(1)
         An AR beat left its queue this cycle.
-    ar_id, ar_addr, ar_valid, ar_ready :
-        The AR beat (line address; the top shifts it to a byte address).
+    ar_id, ar_addr, ar_len, ar_valid, ar_ready :
+        The AR beat (line address; the top shifts it to a byte address);
+        ARLEN is 0 but for a packed view's burst (contract section 6.3).
     completions : Out(stream.Signature(16, always_ready=True))
         Tags of MemInv/MemInvNT and unsupported requests, for NDR Cmp
         (``valid`` and the tag registers), sent within the request
@@ -61,7 +62,7 @@ class ReadIssue(wiring.Component):
             "requests": In(stream.Signature(RequestLayout(params), always_ready=True)),
             "read_left": Out(1),
             "ar_id": Out(idw), "ar_addr": Out(CXL_ADDR_BITS - params.offset_bits),
-            "ar_valid": Out(1), "ar_ready": In(1),
+            "ar_len": Out(ARLEN_BITS), "ar_valid": Out(1), "ar_ready": In(1),
             "completions": Out(stream.Signature(16, always_ready=True)),
             "unsupported": Out(1), "reads": Out(4),
         })
@@ -70,8 +71,10 @@ class ReadIssue(wiring.Component):
         m = Module()
         idw = self._params.id_bits
         windows = credit_windows(self._params)
-        arq = m.submodules.ar_queue = CreditQueue(idw + len(self.ar_addr), windows["read"])
         head = self.requests.payload
+        view = "len" in head.shape().members
+        arq = m.submodules.ar_queue = CreditQueue(idw + len(self.ar_addr) + (ARLEN_BITS if view else 0),
+                                                  windows["read"])
         valid = self.requests.valid
         ar_taken = self.ar_valid & self.ar_ready
         # the read's AR beat (and its mode, for the counters), registered
@@ -79,7 +82,8 @@ class ReadIssue(wiring.Component):
         ar_valid, ar_beat = Signal(), Signal(len(arq.w_data))
         ar_mode = Signal.like(head.mode)
         m.d.sync += [ar_valid.eq(valid & (head.kind == Kind.READ)),
-                     ar_beat.eq(Cat(head.id, head.addr)), ar_mode.eq(head.mode)]
+                     ar_beat.eq(Cat(head.id, head.addr, head.len if view else Cat())),
+                     ar_mode.eq(head.mode)]
         # a completion's tag, registered for the NDR arbiter
         cmp_valid, cmp_tag = Signal(), Signal(16)
         is_cmp = answered_here(head.kind)
@@ -90,7 +94,8 @@ class ReadIssue(wiring.Component):
             self.reads.eq(Cat(*(ar_valid & (ar_mode == mode) for mode in Mode))),
             self.ar_valid.eq(arq.r_rdy),
             self.ar_id.eq(arq.r_data[:idw]),
-            self.ar_addr.eq(arq.r_data[idw:]),
+            self.ar_addr.eq(arq.r_data[idw:idw + len(self.ar_addr)]),
+            self.ar_len.eq(arq.r_data[idw + len(self.ar_addr):] if view else 0),
             arq.r_en.eq(ar_taken),
             self.completions.valid.eq(cmp_valid), self.completions.payload.eq(cmp_tag),
             self.read_left.eq(ar_taken),

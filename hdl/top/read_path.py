@@ -19,24 +19,36 @@ the core), so a low-bit read takes exactly STAGES cycles more than a
 BYPASS read (contract 4.3); both take two cycles more than with the core
 fed from R1 and written into its queue straight from its output.
 
+With the packed view (contract section 6) a view's beats take the core
+route, errors included: R1 finds each beat's place in its burst
+(``view_pack.BeatTrack``) and hands the core the SIGN format and the
+beat's slice of the entry's mask; after the core, beside which the
+beat's place and poison are delayed, ``view_pack.Packer`` puts its
+slice into the ID's line, and only the burst's last beat goes into the
+core queue, with the whole line.  The ID is retired at R1 with the last
+beat.  The beats a view absorbs give their credit back when they leave
+the core (one a cycle with DRS's: one owed when both come together).
+
 ``r_ready`` is a register, high while every beat accepted and not yet sent
 on DRS fits in either queue; so the core's output is never refused (the
 core runs with ``out_ready`` high and never stalls) and no clock enable
 sits on the wide registers before the queues.
 """
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.contract.facts import COUNT_LANE_BITS, DRS_MEMDATA, Mode
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, DRS_MEMDATA, Format, Mode, Operand
 from neuron_fabric.hdl.top.bus import DrsLayout, OKAY
 from neuron_fabric.hdl.hierarchy.count_steps import LIMITS_BITS
 from neuron_fabric.hdl.prims.credit import credit_ready
 from neuron_fabric.hdl.datapath.pipeline import KEEP
 from neuron_fabric.hdl.top.drs_arbiter import DrsArbiter
 from neuron_fabric.hdl.top.inflight import response_members
+from neuron_fabric.hdl.prims.pipe import delay, register
 from neuron_fabric.hdl.top.request import ReadCfgLayout, ReadEntryLayout
+from neuron_fabric.hdl.top.view_pack import BeatTrack, Packer, beat_mask, beat_slice, view_geometry
 
 __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
 
@@ -55,6 +67,20 @@ def CoreInLayout(params):
 
 def CoreOutLayout(params):
     return data.StructLayout({"data": params.line_bits, "tag": 16})
+
+
+def _owed_give(m, depth, take, absorbed):
+    """One credit given back a cycle for the DRS ``take`` and the beats a
+    view ``absorbed``: when both come in one cycle the absorbed beat's is
+    owed, and given in a later cycle with neither (never more owed than
+    the ``depth`` beats the window holds)."""
+    owed = Signal(range(depth + 1), name="view_owed")
+    pay = ~take & ~absorbed & (owed != 0)
+    with m.If(take & absorbed):
+        m.d.sync += owed.eq(owed + 1)
+    with m.Elif(pay):
+        m.d.sync += owed.eq(owed - 1)
+    return take | absorbed | pay
 
 
 def _BypassLayout(params):
@@ -99,9 +125,12 @@ class ReadPath(wiring.Component):
         self._params, self._lookup_cycles = params, lookup_cycles
         members = ReadEntryLayout(params).members
         self._hierarchy, self._limits = "permute" in members, "limits" in members
+        self._view = "view" in members
+        if self._view and lookup_cycles != 1:
+            raise ValueError("the packed view's beat track needs lookup_cycles 1")
         super().__init__({
             **response_members(params, "r", ReadEntryLayout(params), "rd_err",
-                               data_bits=params.line_bits),
+                               data_bits=params.line_bits, retire=self._view),
             "to_core": Out(stream.Signature(CoreInLayout(params))),
             "from_core": In(stream.Signature(CoreOutLayout(params))),
             **({"permute": Out(params.line_bits // COUNT_LANE_BITS)} if self._hierarchy else {}),
@@ -123,17 +152,21 @@ class ReadPath(wiring.Component):
         drs = m.submodules.drs = DrsArbiter(_BypassLayout(p).size, self.depth,
                                             slices=QUEUE_SLICES, groups=QUEUE_GROUPS)
         drs_take = self.drs.valid & self.drs.ready
-        m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, drs_take,
+        core_in, r2_bypass, r2_err, view = self._routes(m)
+        core_valid, core_line, core_poison = self.from_core.valid, self.from_core.payload.data, 0
+        give = drs_take
+        if view is not None:
+            core_valid, core_line, core_poison, absorbed = self._pack(m, view)
+            give = _owed_give(m, self.depth, drs_take, absorbed)
+        m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, give,
                                                  late_give=True, late_admit=True))
-        core_in, r2_bypass, r2_err = self._routes(m)
         # the core's line and the bypass line, each registered once more in
         # the arbiter
         line = data.View(_BypassLayout(p), drs.data)
         m.d.comb += [
             self.from_core.ready.eq(1),
-            drs.core_valid.eq(self.from_core.valid),
-            drs.core_data.eq(Cat(self.from_core.payload.data, self.from_core.payload.tag,
-                                 Const(0, 1))),
+            drs.core_valid.eq(core_valid),
+            drs.core_data.eq(Cat(core_line, self.from_core.payload.tag, core_poison)),
             drs.bypass_valid.eq(r2_bypass),
             drs.bypass_data.eq(Cat(core_in.data, core_in.tag, r2_err)),
             self.drs.valid.eq(drs.valid), drs.ready.eq(self.drs.ready),
@@ -165,13 +198,23 @@ class ReadPath(wiring.Component):
             r1_valid, r1_err, r1_data = valid, err, line
         entry = self.lookup.entry
         bypass = (entry.cfg.mode == Mode.BYPASS) | r1_err
+        cfg, mask, view = entry.cfg, entry.mask[:p.lanes], None
+        if self._view:
+            view = self._track(m, r0_id, r1_valid, r1_err, entry)
+            bypass = bypass & ~entry.view
+            cfg = Signal(ReadCfgLayout(p), name="r1_cfg")
+            m.d.comb += [cfg.eq(entry.cfg), cfg.format.eq(Mux(entry.view, Format.SIGN,
+                                                               entry.cfg.format))]
+            mask = Mux(entry.view, beat_mask(p, entry.mask, view["beat"], view["counts"]), mask)
 
         core_in = Signal(CoreInLayout(p), reset_less=True)
         r2_core, r2_bypass = Signal(), Signal()
         r2_err = Signal(reset_less=True)
         m.d.sync += [r2_core.eq(r1_valid & ~bypass), r2_bypass.eq(r1_valid & bypass),
                      core_in.data.eq(r1_data), core_in.tag.eq(entry.tag),
-                     core_in.cfg.eq(entry.cfg), core_in.mask.eq(entry.mask), r2_err.eq(r1_err)]
+                     core_in.cfg.eq(cfg), core_in.mask.eq(mask), r2_err.eq(r1_err)]
+        if view is not None:
+            view = register(m, "r2_view", view)
         m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in)]
         if self._hierarchy:
             for g in range(len(self.permute)):
@@ -182,4 +225,45 @@ class ReadPath(wiring.Component):
             limits = Signal(LIMITS_BITS, name="r2_limits", reset_less=True)
             m.d.sync += limits.eq(entry.limits)
             m.d.comb += self.limits.eq(limits)
-        return core_in, r2_bypass, r2_err
+        return core_in, r2_bypass, r2_err, view
+
+    def _track(self, m, r0_id, r1_valid, r1_err, entry):
+        """R0-R1 of a view's beat: its index in its burst and the burst's
+        poison so far (:class:`.view_pack.BeatTrack`, looked up with the
+        entry), whether it is the burst's last (every beat of a read that is
+        no view is), the ID retired on the last.  Returns the beat's values
+        for the pack: ``valid`` (a view's beat), ``id``, ``beat``, ``last``,
+        ``poison`` (of this beat and the earlier ones), ``counts``."""
+        p = self._params
+        track = m.submodules.beat_track = BeatTrack(p)
+        r1_id = Signal.like(r0_id, name="r1_id")
+        m.d.sync += r1_id.eq(r0_id)
+        geometry = view_geometry(p)
+        counts = (entry.cfg.operand != Operand.SIGNS) if True in geometry else Const(0, 1)
+        ends = {k: track.beat == beats - 1 for k, (beats, _) in geometry.items()}
+        end = Mux(counts, ends[True], ends[False]) if True in ends else ends[False]
+        last = ~entry.view | end
+        poison = track.poison_before | r1_err
+        m.d.comb += [track.lookup_id.eq(r0_id), track.update.eq(r1_valid & entry.view),
+                     track.id.eq(r1_id), track.last.eq(last), track.error.eq(r1_err),
+                     self.lookup.retire.eq(r1_valid & last), self.lookup.retire_id.eq(r1_id)]
+        return {"valid": r1_valid & entry.view, "id": r1_id, "beat": track.beat, "last": last,
+                "poison": poison, "counts": counts}
+
+    def _pack(self, m, view):
+        """After the core (its STAGES, the view's values delayed beside it):
+        a view's beat into its line (:class:`.view_pack.Packer`).  Returns
+        what goes to the core queue (valid: a line that is no view's, or a
+        view's last beat; the line; poison) and whether a beat was absorbed."""
+        p = self._params
+        packer = m.submodules.packer = Packer(p)
+        before = delay(m, "view_core", view, p.stages - 1)
+        at = register(m, "view_out", before)
+        out = self.from_core
+        m.d.comb += [packer.valid.eq(out.valid & at["valid"] & ~at["last"]),
+                     packer.id.eq(at["id"]), packer.next_id.eq(before["id"]),
+                     packer.beat.eq(at["beat"]), packer.counts.eq(at["counts"]),
+                     packer.slice.eq(beat_slice(p, out.payload.data, at["counts"]))]
+        packed = at["valid"]
+        return (out.valid & (~packed | at["last"]), Mux(packed, packer.line, out.payload.data),
+                packed & at["poison"], out.valid & packed & ~at["last"])

@@ -50,7 +50,7 @@ from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.contract.facts import CXL_ADDR_BITS
 from neuron_fabric.hdl.top.bus import ReqLayout
-from neuron_fabric.hdl.top.cfg import CfgLayout, ConfigSignature
+from neuron_fabric.hdl.top.cfg import CfgLayout, ConfigSignature, has_view
 from neuron_fabric.hdl.prims.credit import credit_ready
 from neuron_fabric.hdl.top.region_residues import RegionResidues, ResidueLayout, local_config, refresh_cycles
 from neuron_fabric.hdl.top.gate import FIXED_PATTERN, gate_mask_steps, slices
@@ -63,6 +63,7 @@ from neuron_fabric.hdl.prims.pipe import Line, copies, delay, register
 from neuron_fabric.hdl.top.region import chunk_compare, combine, compare_steps, first, match, select_final, \
     select_partial
 from neuron_fabric.hdl.top.residue_tracks import plain_residues, track_length
+from neuron_fabric.hdl.top.view_source import SOURCE_STEPS, view_request_steps
 from neuron_fabric.hdl.top.request_stages import (AR_LEAD, LeftSignature, credit_windows, first_stage, idle_after,
                                                   join_stage, pipeline_depth)
 
@@ -173,9 +174,18 @@ class RequestPipeline(wiring.Component):
         chosen = delay(m, "req_chosen", chosen, join - self._first_stage - 2)
         line.run_to(join)
         cfg = data.View(CfgLayout, chosen[:CfgLayout.size])
-        res = data.View(ResidueLayout(), chosen[CfgLayout.size:])
+        res = data.View(ResidueLayout(), chosen[CfgLayout.size:][:ResidueLayout().size])
+        view_fields, self._view_ar = {}, None
+        if has_view(p):
+            # (a view's AR beat, formed beside the pipeline for the tap)
+            base, source, view = self._view_values(chosen[CfgLayout.size + ResidueLayout().size:])
+            view_fields = {"view": view}
+            steps = self.depth - AR_LEAD - join
+            ar = view_request_steps(m, p, line.fields["addr"], base, source, view, cfg.operand)
+            self._view_ar = [delay(m, f"view_ar{k}", v, steps - SOURCE_STEPS)
+                             for k, v in enumerate(ar)]
         # the region's (-BASE) residues added, then each sum taken modulo q
-        line.step(fields={"cfg": cfg})
+        line.step(fields={"cfg": cfg, **view_fields})
         limits = None
         w = register(m, "req_offset", {q: plain[q] + res[f"r{q}"] for q in MODULI})
         low = register(m, "req_low_offset", (low + res.low)[:3])
@@ -189,10 +199,10 @@ class RequestPipeline(wiring.Component):
         low = register(m, "req_low_mod", low)
         mask = gate_mask_steps(m, line, p, r, low)
         entry = read_entry(m, p, line.fields["tag"], data.View(CfgLayout, line.fields["cfg"]),
-                           mask, limits)
+                           mask, limits, line.fields.get("view"))
         fill = Signal(name="fill_entry")
         m.d.sync += fill.eq(line.valid & (line.fields["kind"] == Kind.READ))
-        _, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg"))
+        _, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg", "view"))
         m.d.comb += [self.alloc.fill.eq(fill),
                      self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
         self._issue(m, line)
@@ -231,14 +241,25 @@ class RequestPipeline(wiring.Component):
         # copies of each select, each placed by the slice of the values it chooses
         line.step()
         selects = [copies(m, f"m_select{r}", s, SELECT_COPIES) for r, s in enumerate(one_hot)]
-        # the values to choose from: each region's CFG and residues, and the default's
-        sources = [Cat(rg.cfg.as_value(), residues[r].as_value()) for r, rg in enumerate(regions)]
-        sources.append(Cat(config["default"].as_value(), Const(0, ResidueLayout().size)))
+        # the values to choose from: each region's CFG and residues (with the
+        # packed view its BASE, SOURCE and VIEW bit), and the default's (no view)
+        view = has_view(self._params)
+        sources = [Cat(rg.cfg.as_value(), residues[r].as_value(),
+                       *((rg.base, rg.source, rg.view) if view else ()))
+                   for r, rg in enumerate(regions)]
+        sources.append(Cat(config["default"].as_value(), Const(0, ResidueLayout().size),
+                           Const(0, 2 * self._width + 1 if view else 0)))
         line.step()
         partial = [register(m, f"m_part{k}", select_partial([s[k] for s in selects], values))
                    for k, values in enumerate(zip(*(slices(v, SELECT_COPIES) for v in sources)))]
         line.step()
         return register(m, "m_chosen", Cat(*(select_final(part) for part in partial)))
+
+    def _view_values(self, value):
+        """The chosen region's BASE, SOURCE and VIEW bit from the tail of the
+        chosen value."""
+        w = self._width
+        return value[:w], value[w:2 * w], value[2 * w]
 
     def _issue(self, m, line):
         """Read issue's stream, AR_LEAD stages before the entry is filled."""
@@ -248,6 +269,9 @@ class RequestPipeline(wiring.Component):
         m.d.comb += [to_issue.kind.eq(tap["kind"]), to_issue.tag.eq(tap["tag"]),
                      to_issue.addr.eq(tap["addr"]), to_issue.id.eq(tap["id"]),
                      to_issue.mode.eq(tap_cfg.mode)]
+        if self._view_ar is not None:
+            addr, length = self._view_ar
+            m.d.comb += [to_issue.addr.eq(addr), to_issue.len.eq(length)]
         m.d.comb += [self.out.valid.eq(tap_valid), self.out.payload.eq(to_issue)]
 
     def _admission(self, m, drained):

@@ -8,10 +8,11 @@ from amaranth.lib import data
 from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
 from neuron_fabric.contract.regmap import HIERARCHY_CFG_FIELDS
 from neuron_fabric.hdl.top.cfg import CfgLayout
+from neuron_fabric.hdl.top.gate import mask_lanes
 from neuron_fabric.hdl.hierarchy.count_steps import LIMITS_BITS
 from neuron_fabric.hdl.hierarchy.unit import permutes
 
-__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "read_entry",
+__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "read_entry", "ARLEN_BITS",
            "classify", "answered_here"]
 
 
@@ -35,10 +36,18 @@ def ReadCfgLayout(params):
 
 def RequestLayout(params):
     """A classified request, as it leaves the pipeline for issue: what the AR
-    beat and the counters need (a read's in-flight entry is filled later)."""
+    beat and the counters need (a read's in-flight entry is filled later);
+    with the packed view also ``len``, the AR beat's ARLEN (``B - 1`` for a
+    view's burst, contract section 6.3; ``addr`` is then the burst's first
+    source line)."""
+    extra = {"len": ARLEN_BITS} if PROFILES[params.profile].has("packed_view") else {}
     return data.StructLayout({"kind": 2, "tag": 16,
                               "addr": CXL_ADDR_BITS - params.offset_bits,
-                              "id": params.id_bits, "mode": CfgLayout["mode"].shape})
+                              "id": params.id_bits, "mode": CfgLayout["mode"].shape, **extra})
+
+
+#: Bits of a view's beat count less one (B is at most 16, contract section 6.2).
+ARLEN_BITS = 4
 
 
 def ReadEntryLayout(params):
@@ -53,14 +62,16 @@ def ReadEntryLayout(params):
     extra = {"permute": 1} if has("hierarchy") else {}
     if has("hierarchy") and has("gate_margin"):
         extra["limits"] = LIMITS_BITS
-    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params), "mask": params.lanes,
-                              **extra})
+    if has("packed_view"):
+        extra["view"] = 1
+    return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params),
+                              "mask": mask_lanes(params), **extra})
 
 
-def read_entry(m, params, tag, cfg, mask, limits=None):
+def read_entry(m, params, tag, cfg, mask, limits=None, view=None):
     """A read's in-flight entry (:func:`ReadEntryLayout`) from its tag, CFG
     (a :class:`.cfg.CfgLayout` view) and gate mask; where the layout has
-    them, ``permute`` from the CFG and ``limits`` as given."""
+    them, ``permute`` from the CFG and ``limits`` and ``view`` as given."""
     entry = Signal(ReadEntryLayout(params))
     members = ReadEntryLayout(params).members
     m.d.comb += [entry.tag.eq(tag), entry.mask.eq(mask),
@@ -69,6 +80,8 @@ def read_entry(m, params, tag, cfg, mask, limits=None):
         m.d.comb += entry.permute.eq(permutes(cfg))
     if "limits" in members:
         m.d.comb += entry.limits.eq(limits)
+    if "view" in members:
+        m.d.comb += entry.view.eq(view)
     return entry
 
 

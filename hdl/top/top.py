@@ -28,6 +28,7 @@ from amaranth.lib.wiring import In, Out, connect
 from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, TopParams
 from neuron_fabric.contract.regmap import HIERARCHY_CFG_FIELDS
 from neuron_fabric.hdl.top.bus import AXI4LiteSignature, AXI4Signature, BURST_INCR, cxl_channels
+from neuron_fabric.hdl.top.cfg import has_view
 from neuron_fabric.hdl.top.csr import ERROR_EVENTS, ControlRegisters
 from neuron_fabric.hdl.datapath import Datapath
 from neuron_fabric.hdl.hierarchy.unit import HierarchyUnit
@@ -93,7 +94,8 @@ class Top(wiring.Component):
         read = m.submodules.read = ReadPath(p)
         ndr = m.submodules.ndr = NdrArbiter(p)
         table = m.submodules.in_flight = InFlightTable(p, read_entry=ReadEntryLayout(p),
-                                                       write_entry=16)
+                                                       write_entry=16,
+                                                       read_retire=has_view(p))
         # With the hierarchy extension the core sits inside its wrapper
         # (contract section 5), which has the core's streams and latency.
         hierarchy = PROFILES[p.profile].has("hierarchy")
@@ -132,10 +134,11 @@ class Top(wiring.Component):
         return m
 
     def _axi(self, m, issue, write, read, ndr):
-        """The AXI4 master: one beat per line, line addresses made byte addresses."""
+        """The AXI4 master: one beat per line (a packed view's read a burst of
+        them), line addresses made byte addresses."""
         axi, ob = self.m_axi, self._params.offset_bits
         m.d.comb += [
-            axi.arid.eq(issue.ar_id), axi.araddr.eq(issue.ar_addr << ob), axi.arlen.eq(0),
+            axi.arid.eq(issue.ar_id), axi.araddr.eq(issue.ar_addr << ob), axi.arlen.eq(issue.ar_len),
             axi.arsize.eq(ob), axi.arburst.eq(BURST_INCR), axi.arvalid.eq(issue.ar_valid),
             issue.ar_ready.eq(axi.arready),
             axi.awid.eq(write.aw_id), axi.awaddr.eq(write.aw_addr << ob), axi.awlen.eq(0),

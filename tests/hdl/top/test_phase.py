@@ -20,12 +20,12 @@ def _signal(m, value, name):
     return sig
 
 
-def _phase(m, x, period, lanes, alternative=None):
+def _phase(m, x, period, lanes, alternatives=()):
     """The steps of the phase, each result a Signal (as the pipeline
     registers them)."""
     residues = {q: _signal(m, residue(m, x, q), f"r{q}") for q in (3,) + MODULI}
     cand = [_signal(m, c, f"cand{p}") for p, c in
-            enumerate(phase_candidates(x[:3], residues, lanes, alternative))]
+            enumerate(phase_candidates(x[:3], residues, lanes, alternatives))]
     half = [_signal(m, h, f"half{k}") for k, h in enumerate(phase_choose(cand, period, 0))]
     return _signal(m, phase_choose(half, period, 1), "phase")
 
@@ -72,24 +72,28 @@ def test_residues_with_an_offset(width):
     run_testbenches(m, bench, clock=False)
 
 
-@pytest.mark.parametrize("width,lanes,count_lanes", [(46, 64, 16), (49, 8, 2)])
-def test_count_line_phase(width, lanes, count_lanes):
-    """phase_candidates with the count lines' alternative: (x * E) mod P for
-    a SIGNS line and (x * E_c) mod P for a count line (contract 4.3, 5.3)."""
+@pytest.mark.parametrize("width,lanes,count_lanes,view_lanes", [(46, 64, 16, 256), (49, 8, 2, 32)])
+def test_count_and_view_line_phase(width, lanes, count_lanes, view_lanes):
+    """phase_candidates with the alternatives of the count lines and of a
+    packed view's lines: (x * E) mod P for a SIGNS line, (x * E_c) mod P for
+    a count line (contract 4.3, 5.3) and (x * LINE_BITS/2) mod P for a view
+    line of either (section 6.2: the view decides)."""
     m = Module()
-    x, period, counts = Signal(width), Signal(4), Signal()
-    phase = _phase(m, x, period, lanes, (counts, count_lanes))
+    x, period, counts, view = Signal(width), Signal(4), Signal(), Signal()
+    phase = _phase(m, x, period, lanes, [(view, view_lanes), (counts, count_lanes)])
     rng = random.Random(width)
-    values = [0, 1, (1 << width) - 1] + [rng.getrandbits(width) for _ in range(40)]
+    values = [0, 1, (1 << width) - 1] + [rng.getrandbits(width) for _ in range(25)]
 
     async def bench(ctx):
         for value in values:
             ctx.set(x, value)
-            for c, factor in ((0, lanes), (1, count_lanes)):
+            for c, v in ((0, 0), (1, 0), (0, 1), (1, 1)):
+                factor = view_lanes if v else count_lanes if c else lanes
                 ctx.set(counts, c)
+                ctx.set(view, v)
                 for p in range(1, 16):
                     ctx.set(period, p)
-                    assert ctx.get(phase) == (value * factor) % p, (value, c, p)
+                    assert ctx.get(phase) == (value * factor) % p, (value, c, v, p)
 
     run_testbenches(m, bench, clock=False)
 
