@@ -34,7 +34,7 @@ VERILOG_DIR ?= build/verilog
 REGDOCS     ?= docs/registers.md build/docs/registers.md
 export NEURON_FABRIC_REPORTS := $(abspath $(REPORTS))
 
-.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick train train-quick train-rates train-batch64 hierarchy envelope latency envelope-rtl functional regdocs release release-lint synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full evidence
+.PHONY: all help venv verilog lint test test-quick test-long bench bench-ddp ddp ddp-quick race train train-quick train-rates train-batch64 hierarchy envelope latency envelope-rtl functional regdocs release release-lint synth route ge endpoints sky130 summary report clean pilots train-rtl figures configs train-full evidence
 
 # verilog, lint, functional and summary; the summary's routes (the longest
 # part) run beside the export, lint and the functional check, each export
@@ -131,6 +131,10 @@ ddp: bench-ddp
 
 ddp-quick: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.ddp.report --quick --out $(REPORTS)
+
+# (SMOKE=1: 2 ranks, 4 KiB and 64 KiB, 2 repeats)
+race: $(STAMP)
+	$(PY) -m neuron_fabric.experiments.ddp.race $(call smoke,--quick) --out $(REPORTS)
 
 train: $(STAMP)
 	$(PY) -m neuron_fabric.experiments.train.experiments --jobs $(JOBS) $(call smoke,--quick --out $(REPORTS)/quick,--out $(REPORTS))

@@ -7,7 +7,7 @@ A figure block is the text between two markers in README.md::
     <!-- figure:NAME:end -->
 
 one block per report (:data:`FIGURES`: summary, route, envelope, bench,
-training, evidence, pilots, hierarchy, ddp).  Each block is rewritten from its report's
+training, evidence, pilots, hierarchy, ddp, race).  Each block is rewritten from its report's
 JSON under ``build/reports`` and states the command that makes that JSON.
 A block whose JSON is absent is left as it is, and the tool says which it
 skipped; text outside the blocks is never touched.
@@ -54,6 +54,7 @@ FIGURES = {
     "pilots": Figure(("pilots.json",), "make pilots", ex.pilots),
     "hierarchy": Figure(("hierarchy.json",), "make hierarchy", ex.hierarchy),
     "ddp": Figure(("ddp.json",), "make ddp", ex.ddp),
+    "race": Figure(("race.json",), "make race", ex.race),
 }
 
 

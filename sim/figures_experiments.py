@@ -1,11 +1,12 @@
 """The README's experiment figure blocks (``sim/figures.py``): training,
-the control-plane pilots, the multi-hop study, the DDP runs and the
-evidence, each from its report's JSON."""
+the control-plane pilots, the multi-hop study, the DDP runs, the evidence and the
+race, each from its report's JSON."""
 
+from neuron_fabric.experiments.ddp import race_tables
 from neuron_fabric.experiments.ddp import tables as ddp_tables
 from neuron_fabric.sim.figure_format import pm, stats, table
 
-__all__ = ["training", "pilots", "hierarchy", "ddp", "evidence"]
+__all__ = ["training", "pilots", "hierarchy", "ddp", "evidence", "race"]
 
 
 def training(data):
@@ -175,7 +176,7 @@ def ddp(data):
              f"seed 0, {' / '.join(map(str, procs))} processes on 127.0.0.1 (load average "
              f"{d.get('load_average', float('nan')):.1f} at the end; times move with the "
              "machine, accuracies and bytes are exact reruns):", ""]
-    lines += ddp_tables.table(train, base) + [""]
+    lines += ddp_tables.table(train, base, d.get("cpus")) + [""]
     lines += ddp_tables.event_lines(train)
     lines += ddp_tables.speed_lines(speed, d.get("bench"))
     return lines
@@ -236,3 +237,6 @@ def evidence(data):
                       f"{r['seeds']} seeds (each a false alarm)."]
     return lines
 
+
+def race(data):
+    return race_tables.block(data["race.json"])

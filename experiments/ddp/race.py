@@ -119,8 +119,9 @@ def projection(sizes=SIZES):
         for gbit in ETHERNET:
             at = lambda pts: {k: [1e3 * links.comm_time_s(p, s // 4, n, lk, gbit) for s in pts]
                               for k, (p, lk) in entries.items()}
+            on_grid = at(grid)
             out.append(dict(workers=n, ethernet_gbit_s=gbit, sizes=list(sizes), times_ms=at(sizes),
-                            winners=links.winners(at(grid), grid)))
+                            grid=grid, grid_ms=on_grid, winners=links.winners(on_grid, grid)))
     return dict(links=vars(base), clocks_mhz=list(clocks), labels=labels, runs=out)
 
 

@@ -181,8 +181,12 @@ def _peer(name, n, rank, world, param):
         return state, lambda s, b: s.communicate(b), lambda: state.traffic, state.close
     mode, pool = name.split("-")
     state = FabricState({"g": [param]}, {"g": mode}, FabricConfig(pool=pool))
-    traffic = lambda: dict(pool_write=state.last_traffic.pool_write,
-                           pool_read=state.last_traffic.pool_read)
+
+    def traffic():
+        t = state.last_traffic
+        if t.low_elements != n or t.fp32_elements:
+            raise RuntimeError(f"{name}: the call took the FP32 path ({t})")
+        return dict(pool_write=t.pool_write, pool_read=t.pool_read)
     return state, fabric_hook, traffic, state.close
 
 

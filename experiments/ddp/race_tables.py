@@ -167,33 +167,44 @@ def plot(data, measured_path, links_path):
                                   [v["q3"] - v["median"] for _, v in pts]],
                             label=f"{label} ({transport})", marker=".", capsize=2,
                             ls="--" if "gather" in p else "-")
-        ax.set(xscale="log", yscale="log", xlabel="gradient (FP32 bytes)",
-               title=f"{w} ranks: {'wall' if key == 'wall_ms' else 'process CPU'} ms per call")
-        ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(measured_path, dpi=110)
-    plt.close(fig)
+        _log_axes(ax, f"{w} ranks: {'wall' if key == 'wall_ms' else 'process CPU'} ms per call")
+    _save(plt, fig, axes, measured_path, 6)
     proj = data["projection"]
     runs = proj["runs"]
     workers = sorted({r["workers"] for r in runs})
-    fig, axes = plt.subplots(1, len(workers), figsize=(6.5 * len(workers), 4.6), squeeze=False)
+    bases = list(dict.fromkeys(p.split("@")[0] for p in proj["labels"]))
+    colors = plt.get_cmap("tab20").colors
+    fig, axes = plt.subplots(1, len(workers), figsize=(7 * len(workers), 7.5), squeeze=False)
     for ax, n in zip(axes[0], workers):
         for i, run in enumerate(r for r in runs if r["workers"] == n):
-            for j, (p, label) in enumerate(proj["labels"].items()):
-                cxl = "@" in p
-                if cxl and i:
+            for p, label in proj["labels"].items():
+                base, _, mhz = p.partition("@")
+                if mhz and i:
                     continue                    # the pool does not use the Ethernet rate
-                ax.plot(run["sizes"], run["times_ms"][p], color=f"C{j % 10}",
-                        ls="-" if cxl or i == 0 else ":", lw=2 if cxl else 1,
-                        label=label + ("" if cxl else f", {run['ethernet_gbit_s']:g} Gb/s"))
+                style = ("-" if float(mhz) == proj["clocks_mhz"][0] else "--") if mhz \
+                    else ("-" if i == 0 else ":")
+                ax.plot(run["grid"], run["grid_ms"][p], color=colors[bases.index(base) % 20],
+                        ls=style, lw=2 if mhz else 1,
+                        label=label + ("" if mhz else f", {run['ethernet_gbit_s']:g} Gb/s"))
             for a, _, _ in run["winners"][1:]:
-                ax.axvline(a, color="k", alpha=0.25, lw=0.8)
-        ax.set(xscale="log", yscale="log", xlabel="gradient (FP32 bytes)",
-               ylabel="communication ms per step (model)",
-               title=f"{n} workers (vertical lines: where the fastest peer changes)")
-        ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=5.5)
-    fig.tight_layout()
+                ax.axvline(a, color="k", alpha=0.3, lw=0.8, ls="-" if i == 0 else ":")
+        _log_axes(ax, f"{n} workers (grey: where the fastest peer changes, "
+                      f"solid {runs[0]['ethernet_gbit_s']:g} Gb/s, dotted {runs[1]['ethernet_gbit_s']:g})")
+        ax.set_ylabel("communication ms per step (model)")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=2, fontsize=6.5)
+    fig.tight_layout(rect=(0, 0.3, 1, 1))
     fig.savefig(links_path, dpi=110)
+    plt.close(fig)
+
+
+def _log_axes(ax, title):
+    ax.set(xscale="log", yscale="log", xlabel="gradient (FP32 bytes)", title=title)
+    ax.grid(True, alpha=0.3)
+
+
+def _save(plt, fig, axes, path, legend_size):
+    axes[0][0].legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,11 +1,12 @@
 """``make ddp``: the training script under torchrun for every hook and process
-count, and the large-model speed runs -> ``build/reports/ddp.{md,json}``, ``ddp.png``.
+count -> ``build/reports/ddp.{md,json}``, ``ddp.png`` (the hooks' speed is
+``make race``'s: :mod:`.race`).
 
     python -m neuron_fabric.experiments.ddp.report [--quick] [--out build/reports]
 
 Each run is ``torchrun --nproc-per-node N -m neuron_fabric.experiments.ddp.train``
 on 127.0.0.1 (``GLOO_SOCKET_IFNAME=lo``), bounded by a timeout.  The quick
-form (smoke test) runs 2 processes, 30 steps, and a small speed run.
+form (smoke test) runs 2 processes, 30 steps.
 """
 
 import json
@@ -25,11 +26,6 @@ from neuron_fabric.experiments.ddp.tables import LABELS, by_kind, event_lines, s
 from neuron_fabric.experiments.ddp.train import HOOKS, summary
 
 __all__ = ["run_torchrun", "main"]
-
-#: The large model of the speed runs: 32/64 channels, 1,024 features
-#: (1,074,634 parameters on the digits).
-BIG = ["--channels", "32", "64", "--hidden", "1024"]
-
 
 def _free_port():
     with socket.socket() as s:
@@ -104,11 +100,12 @@ def report(rows, bench, out, quick):
           "sockets in a step (`/proc/self/io` wchar; the shared-memory pool moves its "
           "segments through memory, not gloo).  Pool bytes: what a CXL pool would move for "
           "the rank: its 1-bit segments written, the W-bit response lanes read.", "",
-          *table(train, base), ""]
-    md += [*event_lines(train), "## Speed", "", *speed_lines(speed, bench), ""]
+          *table(train, base, os.cpu_count()), ""]
+    md += [*event_lines(train), "## Pack and decode", "", *speed_lines(speed, bench), ""]
     (out / "ddp.md").write_text("\n".join(md))
     (out / "ddp.json").write_text(json.dumps(dict(rows=rows, bench=bench, quick=quick,
-                                                  load_average=load), indent=1))
+                                                  load_average=load, cpus=os.cpu_count()),
+                                             indent=1))
     _plot(train, out / "ddp.png")
 
 

@@ -287,20 +287,27 @@ def test_ddp(tmp_path):
                      low_share=1.0),
             _ddp_row("train", 2, "control", 5.0, pool="shm", low_share=0.93,
                      events=[dict(kind="admission", step=20)]),
+            _ddp_row("train", 4, "fp32", 10.0),
+            _ddp_row("train", 4, "gbinary", 8.0, pool="shm", low_share=1.0),
             _ddp_row("speed", 8, "fp32", 58.4, gloo_bytes=7554712),
             _ddp_row("speed", 8, "gbinary", 57.1, pool="shm", pool_write=250, pool_read=2000,
                      workers=8)]
     bench = dict(rows=[dict(workers=4, pack_gbs=7.75, decode_gbs=3.36, pack_decode_gbs=2.34,
                             device_gbs=2.2, numpy_gbs=1.71)])
-    _write(tmp_path, "ddp.json", dict(rows=rows, bench=bench, quick=False, load_average=1.25))
+    _write(tmp_path, "ddp.json", dict(rows=rows, bench=bench, quick=False, load_average=1.25,
+                                      cpus=2))
     body = figures.render("ddp", tmp_path)
     assert body.startswith("`make ddp` → `build/reports/ddp.json`\n")
-    assert "40 steps, seed 0, 2 processes" in body and "load average 1.2" in body
+    assert "40 steps, seed 0, 2 / 4 processes" in body and "load average 1.2" in body
     # 3.0 ms against allreduce_hook's 4.0: -1.00 ms, -25 %
     assert "| 2 | GBINARY | 96.11 | 3.00 | -1.00 ms (-25 %) | 1.00 (0.50) | 560 | " \
            "2,320 + 9,280 | 100 % |" in body
+    # 4 processes on 2 cores: no comparison with allreduce_hook's time
+    assert "| 4 | GBINARY | 96.11 | 8.00 | oversubscribed | 1.00 (0.50) |" in body
     assert "- 2 processes: admission at step 20" in body
-    assert "G-Binary 57.1 ms against allreduce_hook's 58.4 ms: **no more**" in body
+    # 8 processes on 2 cores: the times are shown as oversubscribed, with no verdict.
+    assert "| G-Binary | 57.1 | 560 | 250 + 2,000 |" in body and "OVERSUBSCRIBED" in body
+    assert "no more" not in body and "target" not in body
     # 250 bytes written for 1,000 parameters: 250 / 4,000 = 0.0625 (> 1/25)
     assert "writes 0.0625 (1 bit per element against 32: > 1/25)" in body
     assert "| 4 | 7.75 | 3.36 | 2.34 | 2.20 | 1.71 |" in body
@@ -324,3 +331,44 @@ def test_readme_has_a_block_for_every_figure():
     text = (REPO / "README.md").read_text()
     names = [m["name"] for m in figures.BLOCK.finditer(text)]
     assert sorted(names) == sorted(figures.FIGURES)
+
+
+def _race_row(world, size, peer, wall, cpu, **kw):
+    row = dict(world=world, size=size, peer=peer, repeats=5,
+               wall_ms=dict(median=wall, q1=wall - 0.5, q3=wall + 0.25),
+               cpu_ms=dict(median=cpu, q1=cpu - 0.1, q3=cpu + 0.1),
+               device_ms=dict(median=0.0, q1=0.0, q3=0.0),
+               gloo_write=0, gloo_read=0, pool_write=0, pool_read=0)
+    row.update(kw)
+    return row
+
+
+def test_race(tmp_path):
+    rows = [_race_row(2, 4096, "allreduce", 1.5, 0.2, gloo_write=4672, gloo_read=4624),
+            _race_row(2, 4096, "gbinary-shm", 3.0, 0.5),
+            _race_row(8, 4096, "allreduce", 9.0, 0.75, gloo_write=7700, gloo_read=7700),
+            _race_row(8, 4096, "gbinary-shm", 12.0, 1.25, gloo_write=304, gloo_read=304,
+                      pool_write=128, pool_read=1024,
+                      device_ms=dict(median=0.5, q1=0.4, q3=0.6))]
+    run = dict(workers=8, ethernet_gbit_s=100.0, sizes=[4096],
+               times_ms={"allreduce": [0.071], "gbinary-shm@200": [0.09]},
+               winners=[[4096, 8192, "allreduce"], [12288, 1 << 20, "gbinary-shm@200"]])
+    projection = dict(links=dict(ring_step_us=5.0, cxl_gb_s=64.0, fmax_mhz=200.0, line_bytes=64),
+                      clocks_mhz=[200.0, 2000.0],
+                      labels={"allreduce": "FP32 ring", "gbinary-shm@200": "G-Binary at 200 MHz"},
+                      runs=[run])
+    _write(tmp_path, "race.json", dict(rows=rows, quick=False, repeats=5, cpus=2,
+                                       load_average_start=[3.25, 0, 0],
+                                       load_average_end=[6.5, 0, 0], seconds=600.0,
+                                       projection=projection))
+    body = figures.render("race", tmp_path)
+    assert body.startswith("`make race` → `build/reports/race.json`\n")
+    assert "5 interleaved repeats" in body and "load average 3.2 at the start and 6.5" in body
+    assert "10.0 min" in body
+    # 2 ranks: wall time, median [q1–q3]; 8 ranks: CPU time only, the wall oversubscribed.
+    assert "| FP32 (allreduce_hook) | gloo all-reduce | 1.50 [1.00–1.75] |" in body
+    assert "| NEURON-Fabric G-Binary | shared memory | 1.25 [1.15–1.35] |" in body
+    assert "12.00" not in body
+    assert "| NEURON-Fabric G-Binary | shared memory | 304 | 304 | 128 | 1,024 | 0.50 |" in body
+    assert "| 8 | 100 Gb/s | FP32 ring: 4 KiB–8 KiB; G-Binary at 200 MHz: 12 KiB–1 MiB |" in body
+    assert "| FP32 ring | 0.071 |" not in body     # 1 MiB and 64 MiB are not among the sizes
