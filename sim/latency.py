@@ -17,7 +17,8 @@ configurations (DEFAULT_CFG written before each).
 import sys
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.contract.facts import DEFAULTS, PROFILES, Mode, ReqOpcode, RwdOpcode, TopParams
+from neuron_fabric.contract.facts import (DEFAULTS, PROFILES, Mode, Operand, ReqOpcode, RwdOpcode,
+                                          TopParams, view_beats)
 from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
 from neuron_fabric.hdl.top.top import Top
 from neuron_fabric.sim.amaranth_sim import run_testbenches
@@ -37,6 +38,7 @@ class _LatencyBench:
     def __init__(self, ctx, dut):
         self.ctx, self.dut = ctx, dut
         self.axi, self.axil = dut.m_axi, dut.s_axil
+        self.beats = []             # the R beats owed: their IDs, a burst's in order
 
     async def start(self):
         """Every channel the top drives always ready; five cycles out of reset."""
@@ -47,14 +49,21 @@ class _LatencyBench:
         await ctx.tick().repeat(5)
 
     async def memory_cycle(self):
-        """One edge, the memory answering the cycle after each address."""
+        """One edge, the memory answering the cycle after each address, a
+        burst's beats (a packed view's read) on consecutive cycles."""
         ctx, axi = self.ctx, self.axi
-        ar, arid = ctx.get(axi.arvalid), ctx.get(axi.arid)
+        ar, arid, arlen = ctx.get(axi.arvalid), ctx.get(axi.arid), ctx.get(axi.arlen)
         aw, awid = ctx.get(axi.awvalid), ctx.get(axi.awid)
+        taken = ctx.get(axi.rvalid) and ctx.get(axi.rready)
         await ctx.tick()
-        ctx.set(axi.rvalid, ar or (ctx.get(axi.rvalid) and not ctx.get(axi.rready)))
+        if taken:
+            self.beats.pop(0)
         if ar:
-            ctx.set(axi.rid, arid), ctx.set(axi.rdata, 0x0F0F0F0F), ctx.set(axi.rlast, 1)
+            self.beats += [(arid, k == arlen) for k in range(arlen + 1)]
+        ctx.set(axi.rvalid, bool(self.beats))
+        if self.beats:
+            rid, last = self.beats[0]
+            ctx.set(axi.rid, rid), ctx.set(axi.rdata, 0x0F0F0F0F), ctx.set(axi.rlast, last)
         ctx.set(axi.bvalid, aw or (ctx.get(axi.bvalid) and not ctx.get(axi.bready)))
         if aw:
             ctx.set(axi.bid, awid)
@@ -74,14 +83,37 @@ class _LatencyBench:
         await ctx.tick().until(stream.ready)
         ctx.set(stream.valid, 0)
 
-    async def read(self, tag):
+    async def read(self, tag, addr=None):
         ctx, dut = self.ctx, self.dut
-        await self.offer(dut.m2s_req, opcode=ReqOpcode.MEM_RD, addr=64 * tag, tag=tag)
+        await self.offer(dut.m2s_req, opcode=ReqOpcode.MEM_RD,
+                         addr=64 * tag if addr is None else addr, tag=tag)
         n = await self.until_taken(dut.s2m_drs)
         word = ctx.get(dut.s2m_drs.payload.data) & 0xFFFFFFFF
         await self.memory_cycle()
+        self.beats.clear()
         ctx.set(self.axi.rvalid, 0)
         return n, word
+
+    async def read_rate(self, addrs):
+        """Cycles per DRS of reads of ``addrs`` offered back to back, from the
+        first DRS taken to the last (every channel ready)."""
+        ctx, dut = self.ctx, self.dut
+        req, drs = dut.m2s_req, dut.s2m_drs
+        pending, edges, cycle = list(addrs), [], 0
+        ctx.set(req.payload.opcode, ReqOpcode.MEM_RD)
+        while len(edges) < len(addrs):
+            if pending:
+                ctx.set(req.payload.addr, pending[0]), ctx.set(req.payload.tag, len(pending))
+            ctx.set(req.valid, bool(pending))
+            accepted = bool(pending) and ctx.get(req.ready)
+            if ctx.get(drs.valid):
+                edges.append(cycle)
+            await self.memory_cycle()
+            cycle += 1
+            if accepted:
+                pending.pop(0)
+        ctx.set(req.valid, 0)
+        return (edges[-1] - edges[0]) / (len(edges) - 1)
 
     async def control_write(self, offset, value):
         ctx, axil = self.ctx, self.axil
@@ -130,9 +162,32 @@ def measure(reads=None, **params):
             await b.control_write(rmap["DEFAULT_CFG"].offset, cfg)
             await ctx.tick().repeat(SETTLE)
             res[name], _ = await b.read(tag)
+        if "REGION0_VIEW" in rmap:
+            await _packed_view(ctx, b, rmap, dut.params, res)
 
     run_testbenches(dut, bench)
     return res
+
+
+#: Where the bench's packed view (region 0) and its source window are.
+VIEW_BASE, VIEW_SOURCE = 0x100_0000, 0x200_0000
+
+
+async def _packed_view(ctx, b, rmap, params, res):
+    """A packed view's read (contract section 6, G-Binary over SIGNS: a burst
+    of B = W/2 beats) and the rate of such reads back to back: the R
+    channel's one beat a cycle bounds it at a response every B cycles."""
+    lb = params.line_bytes
+    words = {"CFG": cfg_encode(Mode.GBINARY), "SOURCE_LO": VIEW_SOURCE, "VIEW": 1,
+             "BASE_LO": VIEW_BASE, "LIMIT_LO": VIEW_BASE + (1 << 20),
+             "CFG ": cfg_encode(Mode.GBINARY, enable=1)}
+    for word, value in words.items():
+        await b.control_write(rmap[f"REGION0_{word.strip()}"].offset, value)
+    await ctx.tick().repeat(SETTLE)
+    beats = view_beats(params.line_bits, params.workers, Operand.SIGNS)
+    res[f"packed view read (B = {beats}) -> DRS"], _ = await b.read(0, VIEW_BASE)
+    res["packed view reads back to back, cycles per DRS"] = await b.read_rate(
+        [VIEW_BASE + k * lb for k in range(3 * params.max_outstanding)])
 
 
 @guarded
@@ -151,7 +206,7 @@ def main(argv=None):
           "cycles, one transaction at a time, memory answering the cycle after")
     for name, cycles in res.items():
         if name != "gbinary_word":
-            print(f"  {name:32s} {cycles}")
+            print(f"  {name:48s} {cycles:g}")
     return 0
 
 

@@ -21,6 +21,7 @@ from neuron_fabric.hdl.top.top import Top
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.sim.amaranth_sim import AxiLiteManager, run_testbenches
+from neuron_fabric.sim.latency import measure
 
 #: The window of view lines each configuration reads, and where its source is.
 VIEW_BASE, VIEW_LINES, SOURCE = 0x10_0000, 8, 0x4_0000
@@ -257,3 +258,16 @@ def test_view_registers_and_refusals(view_profile):
         assert status & 0x10
 
     run_testbenches(dut, bench)
+
+
+@pytest.mark.parametrize("workers", [4, 16])
+def test_view_latency_and_rate(view_profile, workers):
+    """``make latency``'s view figures (64 bits): a view's read takes a
+    G-Binary read's cycles and B - 1 more (its burst's beats come one a
+    cycle and the last completes the line, which leaves as a G-Binary
+    line would), and back-to-back view reads reach the R channel's bound,
+    a response every B cycles."""
+    res = measure(line_bits=64, workers=workers, profile="full")
+    beats = view_beats(64, workers, Operand.SIGNS)
+    assert res[f"packed view read (B = {beats}) -> DRS"] == res["G-Binary read -> DRS"] + beats - 1
+    assert res["packed view reads back to back, cycles per DRS"] == beats
