@@ -105,8 +105,12 @@ class FabricState:
     process_group : ProcessGroup, optional
         The group of the job's ranks (WORLD by default).
     store : Store, optional
-        The job's key-value store (``torch.distributed.TCPStore``), used only
-        after a failed collective to find which ranks are missing.
+        The job's key-value store (``torch.distributed.TCPStore``): once a
+        step the rank notes there the step it reached, and after a failed
+        collective the survivors find there which ranks are missing.
+
+    A state pickles into a training checkpoint (``torch.save``); loaded, it
+    is bound to the resumed job's parameters by :meth:`attach`.
 
     Members read by the training script
     -----------------------------------
