@@ -60,7 +60,7 @@ help:
 	@echo "make ddp          torchrun training with the DDP hooks, 2/3/4/8 processes (and the drop-in run), and the 1M-parameter"
 	@echo "                  speed runs -> build/reports/ddp.{md,json}, ddp.png (make ddp-quick: smoke run)"
 	@echo "make race         every DDP hook and the software vote on one bucket, 4 KiB to 64 MiB, 2/4/8 ranks,"
-	@echo "                  and the link model's projection (about 10 min) -> build/reports/race.{md,json}, race*.png"
+	@echo "                  and the link model's projection (10-15 min) -> build/reports/race.{md,json}, race*.png"
 	@echo "make train        training experiments (Fig. 4/5, Tables 5/6) -> build/reports/training.*"
 	@echo "make train-full   every training experiment: 5 seeds, whole grids, the batch-64 sweep -> build/reports/full/"
 	@echo "make train-quick  seconds-long smoke run of the training experiments -> build/reports/quick/"

@@ -31,6 +31,7 @@ from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.host.ddp.hook import FabricConfig, FabricState, fabric_hook
 from neuron_fabric.host.ddp.pool import ShmPool, Window
+from neuron_fabric.host.ddp.replica import run_untimed
 from neuron_fabric.host.ddp.software_vote import VoteState, vote_hook
 from neuron_fabric.experiments.ddp.race_tables import PEERS
 
@@ -65,15 +66,6 @@ class Bucket:
         return True
 
 
-def _sync(coro):
-    """Run a coroutine of the untimed device model (it never suspends)."""
-    try:
-        coro.send(None)
-    except StopIteration as stop:
-        return stop.value
-    raise RuntimeError("a device call suspended")
-
-
 class PoolFP32:
     """FP32 through the pool the G-Binary path uses, with the transport held
     equal: each rank stores its FP32 gradient in its own segment of each
@@ -98,7 +90,7 @@ class PoolFP32:
             self.pool = ShmPool(names[0], size, self.lb, world, create=False)
         params = TopParams(line_bits=line_bits)
         self.device = Device(params)
-        _sync(Driver(self.device, params).set_default(Mode.BYPASS))
+        run_untimed(Driver(self.device, params).set_default(Mode.BYPASS))
         self.flag = torch.zeros(1)
         self.traffic = dict(pool_write=0, pool_read=0)
 
@@ -111,7 +103,7 @@ class PoolFP32:
         dist.all_reduce(self.flag)
         lines = self.pool.read(self.window)
         self.device.poke(0, lines)
-        resp = _sync(self.device.read_lines(0, self.window.lines))
+        resp = run_untimed(self.device.read_lines(0, self.window.lines))
         total = resp.view(np.float32).reshape(self.window.lines, self.world, self.per_line).sum(1)
         buf.copy_(torch.from_numpy(total.reshape(-1)[:self.n])).div_(self.world)
         self.traffic = dict(pool_write=written, pool_read=resp.size)
