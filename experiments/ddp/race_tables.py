@@ -158,7 +158,7 @@ def plot(data, measured_path, links_path):
     fig, axes = plt.subplots(1, len(worlds), figsize=(5.5 * len(worlds), 4.2), squeeze=False)
     for ax, w in zip(axes[0], worlds):
         key = "wall_ms" if w <= data["cpus"] else "cpu_ms"
-        for p, (label, transport) in PEERS.items():
+        for j, (p, (label, transport)) in enumerate(PEERS.items()):
             pts = sorted((r["size"], r[key]) for r in _at(rows, w) if r["peer"] == p)
             if pts:
                 x = [s for s, _ in pts]
@@ -166,6 +166,7 @@ def plot(data, measured_path, links_path):
                             yerr=[[v["median"] - v["q1"] for _, v in pts],
                                   [v["q3"] - v["median"] for _, v in pts]],
                             label=f"{label} ({transport})", marker=".", capsize=2,
+                            color=plt.get_cmap("tab20").colors[j],
                             ls="--" if "gather" in p else "-")
         _log_axes(ax, f"{w} ranks: {'wall' if key == 'wall_ms' else 'process CPU'} ms per call")
     _save(plt, fig, axes, measured_path, 6)
