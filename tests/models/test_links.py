@@ -68,7 +68,7 @@ def test_winners_runs():
     assert links.winners(times, [10, 20, 30, 40]) == [(10, 20, "a"), (30, 40, "b")]
 
 
-@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("world", [2, pytest.param(4, marks=pytest.mark.long)])
 def test_model_bytes_equal_the_measured_race(world):
     """The race's measured bytes per rank (one call of every peer at 64 KiB)
     against the model's: the pool bytes exactly; gloo's within its message
