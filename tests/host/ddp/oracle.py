@@ -116,6 +116,11 @@ ODD_CASES = [(p, dict(layout=int(layout), pool="shm")) for p in POLICIES for lay
     [(POLICIES[Format.SIGN], dict(layout=int(Layout.WORKER_MAJOR), pool="gather")),
      (POLICIES[6 + Format.COUNT], dict(layout=int(Layout.WORKER_MAJOR), pool="gather"))]
 
+#: Two controllers of one rank each (an odd number a controller, and the
+#: level-2 read): every policy, worker-major, both pools.
+ODD_LEVEL2_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2],
+                             ranks_per_controller=1)) for i, p in enumerate(POLICIES)]
+
 #: The options beyond the paper (off by default), on G-Binary SIGN over 3 steps.
 OPTION_CASES = [(POLICIES[2], dict(error_feedback=True)), (POLICIES[2], dict(scale=True))]
 

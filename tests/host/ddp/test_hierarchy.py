@@ -72,3 +72,23 @@ def test_level2_bytes(eight):
         leader = rank % 4 == 0
         assert t["pool_write"] == lines1 * lanes1 // 8 + (lines2 * 64 // 8 if leader else 0)
         assert t["pool_read"] == (lines1 + lines2) * 64
+
+
+@pytest.mark.parametrize("case", range(len(oracle.ODD_LEVEL2_CASES)))
+def test_two_controllers_of_one_rank(job, case):
+    """2 controllers of 1 rank (W 4: two slots a rank, one cancelling pair
+    each), combined by the level-2 count read: the golden vote over the 2
+    ranks alone, in every format (the direction divides by the 4 slots
+    that vote and takes the 2 pairs off)."""
+    results = job(2)
+    assert all(r.ok for r in results), [(r.rank, r.error, r.stderr[-2000:]) for r in results]
+    policy, _ = oracle.ODD_LEVEL2_CASES[case]
+    values = [r.value["odd-level2"][case] for r in results]
+    assert [v["workers"] for v in values] == [4, 4] and values[0]["events"] == []
+    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES)
+    for index, (_, n) in enumerate(ranks.SIZES):
+        grads = np.stack([ranks.gradient(r, 0, index, n) for r in range(2)])
+        want = oracle.wide(grads, policy, first_element=first[index])
+        for rank, v in enumerate(values):
+            np.testing.assert_array_equal(v["grads"][0][index], want,
+                                          err_msg=f"rank {rank}, parameter {index}")
