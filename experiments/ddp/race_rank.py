@@ -115,14 +115,17 @@ class PoolFP32:
         self.pool.close()
 
 
-#: Offsets in Linux's ``struct tcp_info`` of ``tcpi_bytes_received`` and
-#: ``tcpi_bytes_sent`` (u64 each; Linux 4.19 and later).
-_TCP_RECEIVED, _TCP_SENT, _TCP_INFO_BYTES = 128, 200, 232
+#: Offsets in Linux's ``struct tcp_info`` of ``tcpi_bytes_received``,
+#: ``tcpi_bytes_sent`` and ``tcpi_bytes_retrans`` (u64 each; Linux 4.19 and
+#: later).  Sent bytes are counted less the retransmitted ones, which a
+#: loaded machine adds even on loopback.
+_TCP_RECEIVED, _TCP_SENT, _TCP_RETRANS, _TCP_INFO_BYTES = 128, 200, 208, 232
 
 
 def _tcp_bytes():
-    """Bytes this process's TCP sockets have sent and received in all
-    (``TCP_INFO``: what gloo moved, whatever system call it used)."""
+    """Bytes this process's TCP sockets have sent (retransmissions apart)
+    and received in all (``TCP_INFO``: what gloo moved, whatever system call
+    it used)."""
     sent = received = 0
     for fd in os.listdir("/proc/self/fd"):
         try:
@@ -132,9 +135,10 @@ def _tcp_bytes():
                 info = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO_BYTES)
         except OSError:           # not a TCP socket, or closed meanwhile
             continue
-        if len(info) >= _TCP_SENT + 8:
+        if len(info) >= _TCP_RETRANS + 8:
             received += struct.unpack_from("Q", info, _TCP_RECEIVED)[0]
-            sent += struct.unpack_from("Q", info, _TCP_SENT)[0]
+            sent += struct.unpack_from("Q", info, _TCP_SENT)[0] - \
+                struct.unpack_from("Q", info, _TCP_RETRANS)[0]
     return sent, received
 
 
@@ -210,7 +214,6 @@ def race(rank, world, store, sizes, peers, repeats, seed=0, progress=False):
                 state, hook, traffic, _ = built[p]
                 bucket = Bucket(grad.clone(), param)
                 dist.barrier()
-                time.sleep(0.002)    # the barrier's last messages land before the count
                 dev0 = device.seconds
                 w0, r0 = _tcp_bytes()
                 t0, c0 = time.perf_counter(), time.process_time()

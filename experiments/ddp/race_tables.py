@@ -127,8 +127,10 @@ def block(data):
                   *timing_table(rows, w, "cpu_ms"), ""]
     big = max(s for s in sizes if any(r["size"] == s and r["world"] == worlds[-1] for r in rows))
     lines += [f"**Bytes per rank of one call, {worlds[-1]} ranks, {size_label(big)}** (the "
-              "same in every rerun; the device model's CPU ms is the emulated device's work, "
-              "not the host's):", "", *bytes_table(rows, worlds[-1], big), ""]
+              "most frequent count over ranks and repeats: pool bytes and gloo's sent bytes "
+              "repeat exactly, its received bytes within a few dozen; the device model's CPU "
+              "ms is the emulated device's work, not the host's):", "",
+              *bytes_table(rows, worlds[-1], big), ""]
     return lines + projection_lines(data["projection"])
 
 
