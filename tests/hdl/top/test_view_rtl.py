@@ -1,27 +1,34 @@
-"""The packed result view (contract section 6) on the whole top in the
-Amaranth simulator, against the device model (whose view is the golden
-model's ``pack_view``): random source lines in both layouts and every
-operand, every mode, format and gate, a memory that interleaves the beats
-of different IDs' bursts at random, random pauses on AR, R and DRS, and
-errors on single beats; plus the control port's view registers and their
-refusals (section 6.4)."""
+"""The packed result view (contract section 6) on the whole top against the
+device model (whose view is the golden model's ``pack_view``): in the
+Amaranth simulator, random source lines in both layouts and every operand,
+every mode, format and gate, a memory that interleaves the beats of
+different IDs' bursts at random, random pauses on AR, R and DRS, and
+errors on single beats (W 4, 8, 16); the control port's view registers and
+their refusals (section 6.4); ``make latency``'s view figures; and the
+cocotb bench ``sim/cocotb_view.py`` on the exported top (Verilator).
 
-import asyncio
+Until ``packed_view`` leaves ``UNBUILT_FEATURES`` the tests build the
+``full`` profile with the feature added (the ``view_profile`` fixture)."""
+
 import random
 
 import numpy as np
 import pytest
 
 from neuron_fabric.contract import facts
-from neuron_fabric.contract.facts import (Format, GateKind, Layout, Mode, Operand, ReqOpcode, TopParams,
-                                          view_beats)
-from neuron_fabric.contract.regmap import RegisterMap, cfg_encode, count_total_max
+from neuron_fabric.contract.facts import TOP_MODULE, Format, Mode, Operand, ReqOpcode, TopParams, view_beats
+from neuron_fabric.contract.paths import BUILD
+from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
+from neuron_fabric.hdl.export.verilog import top_verilog, write_verilog
 from neuron_fabric.hdl.top.bus import OKAY, SLVERR
 from neuron_fabric.hdl.top.top import Top
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.sim.amaranth_sim import AxiLiteManager, run_testbenches
+from neuron_fabric.sim.cocotb_view import random_fields
 from neuron_fabric.sim.latency import measure
+from neuron_fabric.sim.tb_top import SMALL_TOP
+from neuron_fabric.sim.toolchain import run_cocotb
 
 #: The window of view lines each configuration reads, and where its source is.
 VIEW_BASE, VIEW_LINES, SOURCE = 0x10_0000, 8, 0x4_0000
@@ -54,20 +61,6 @@ class _BothBus:
         ok = await self.device.write(offset, value, strb)
         assert (resp == OKAY) == ok, (hex(offset), hex(value), resp)
         return ok
-
-
-def _random_cfg(rng, params):
-    """Random fields of a view's CFG (contract sections 4.4, 5.1, 6.4)."""
-    operand = rng.choice([Operand.SIGNS, Operand.COUNTS4, Operand.COUNTS8])
-    total = 0 if operand == Operand.SIGNS else rng.randint(1, count_total_max(operand))
-    period = rng.randint(1, 15)
-    top = params.workers if operand == Operand.SIGNS else min(31, total)
-    return dict(mode=rng.choice([Mode.GBINARY, Mode.GTERNARY]),
-                format=rng.choice([Format.COUNT, Format.MARGIN, Format.SIGN]),
-                gate_kind=rng.choice([GateKind.PATTERN, GateKind.MARGIN]),
-                period=period, keep=rng.randint(0, period), threshold=rng.randint(0, top),
-                layout=rng.choice([Layout.ELEMENT_MAJOR, Layout.WORKER_MAJOR]),
-                operand=operand, total=total)
 
 
 class _Memory:
@@ -159,11 +152,11 @@ def _run(params, profile, seed, configs, reads, bad_rate):
             device.poke(SOURCE, raw)
             for k in range(n_source):
                 lines[SOURCE // lb + k] = raw[k].tobytes()
-            fields = _random_cfg(rng, params)
+            fields = random_fields(rng, params)
             await nf.set_view(0, base=VIEW_BASE, limit=VIEW_BASE + VIEW_LINES * lb,
                               source=SOURCE, **fields)
-            plain = {k: v for k, v in _random_cfg(rng, params).items()}
-            await nf.set_region(1, base=SOURCE, limit=SOURCE + n_source * lb, **plain)
+            await nf.set_region(1, base=SOURCE, limit=SOURCE + n_source * lb,
+                                **random_fields(rng, params))
             await ctx.tick().repeat(40)
             expected = {}
             for _ in range(reads):
@@ -211,6 +204,7 @@ def _run(params, profile, seed, configs, reads, bad_rate):
     run_testbenches(dut, bench, background=(memory.ar, memory.r, drs))
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("workers", [4, 8, 16])
 def test_view_against_device_model(view_profile, workers):
     """Views of every operand and layout through the top at 64 bits (B from
@@ -260,6 +254,7 @@ def test_view_registers_and_refusals(view_profile):
     run_testbenches(dut, bench)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("workers", [4, 16])
 def test_view_latency_and_rate(view_profile, workers):
     """``make latency``'s view figures (64 bits): a view's read takes a
@@ -271,3 +266,30 @@ def test_view_latency_and_rate(view_profile, workers):
     beats = view_beats(64, workers, Operand.SIGNS)
     assert res[f"packed view read (B = {beats}) -> DRS"] == res["G-Binary read -> DRS"] + beats - 1
     assert res["packed view reads back to back, cycles per DRS"] == beats
+
+
+def _run_view_bench(params, simulator, seed, **bench):
+    """The cocotb bench ``sim/cocotb_view.py`` on the exported top of
+    ``params`` with the packed view (exported without the Verilog cache,
+    whose key does not see the profile's features)."""
+    src = BUILD / "cocotb" / "src" / f"{params.tag()}_view" / "neuron_fabric.v"
+    write_verilog(src, top_verilog(line_bits=params.line_bits, workers=params.workers,
+                                   stages=params.stages, regions=params.regions,
+                                   max_outstanding=params.max_outstanding, profile=params.profile))
+    return run_cocotb(sources=[src], toplevel=TOP_MODULE, test_module="neuron_fabric.sim.cocotb_view",
+                      simulator=simulator, build_dir=BUILD / "cocotb" / f"view_{simulator}_{params.tag()}",
+                      params=dict(params.__dict__, seed=seed, **bench))
+
+
+def test_exported_view_verilator(view_profile):
+    """The exported small top (64 bits, W 4) on Verilator against the device
+    model: a few hundred reads of views, plain regions and DEFAULT_CFG."""
+    assert _run_view_bench(SMALL_TOP, "verilator", seed=3, configs=3, batches=3) == 1
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("workers", [8, 16])
+def test_exported_view_wide(view_profile, workers):
+    """The same at 128 bits, W 8 and 16, and more rounds (make test-long)."""
+    params = TopParams(line_bits=128, workers=workers, stages=3, regions=4, max_outstanding=16)
+    assert _run_view_bench(params, "verilator", seed=workers, configs=12, batches=4) == 1
