@@ -26,6 +26,8 @@ from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.sim.amaranth_sim import AxiLiteManager, run_testbenches
 from neuron_fabric.sim.cocotb_view import random_fields
+from neuron_fabric.sim.formal import run_sby
+from neuron_fabric.sim.formal_view import view_pack_job
 from neuron_fabric.sim.latency import measure
 from neuron_fabric.sim.tb_top import SMALL_TOP
 from neuron_fabric.sim.toolchain import run_cocotb
@@ -293,3 +295,15 @@ def test_exported_view_wide(view_profile, workers):
     """The same at 128 bits, W 8 and 16, and more rounds (make test-long)."""
     params = TopParams(line_bits=128, workers=workers, stages=3, regions=4, max_outstanding=16)
     assert _run_view_bench(params, "verilator", seed=workers, configs=12, batches=4) == 1
+
+
+@pytest.mark.long
+def test_view_pack_formal():
+    """``sim/formal_view.py``: a view's DRS holds exactly the 2-bit results of
+    its own B beats in order, poisoned exactly when one failed, its ID
+    retired once (bounded, 64 bits, W 4), and a cover trace reaches a whole
+    G-Ternary view response (one to three minutes with Yices: make test-long).
+    It fails when a beat's slice goes to the wrong place of the line."""
+    passed, log = run_sby(view_pack_job(64, 4))
+    assert passed, "\n".join(log.splitlines()[-25:])
+    assert "reached cover statement" in log
