@@ -15,10 +15,10 @@ mistake in the project's models cannot hide a departure of the design.
   one cocotb test module a section of contract section 4:
   ``top_section4_1_ports``, ``top_section4_2_opcodes``,
   ``top_section4_2_traffic``, ``top_section4_3_transform``,
-  ``top_section4_4_registers``; :data:`TOP_MODULES` lists them for one
-  simulation.
+  ``top_section4_4_registers``, and ``top_section6_view`` for section 6;
+  :data:`TOP_MODULES` lists them for one simulation.
 """
 
 #: The cocotb test modules of the top's conformance, by contract section.
 TOP_MODULES = tuple(f"neuron_fabric.sim.conformance.top_section{name}" for name in (
-    "4_1_ports", "4_2_opcodes", "4_2_traffic", "4_3_transform", "4_4_registers"))
+    "4_1_ports", "4_2_opcodes", "4_2_traffic", "4_3_transform", "4_4_registers", "6_view"))

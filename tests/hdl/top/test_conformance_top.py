@@ -37,6 +37,8 @@ TESTS = [
     "phase_large_addresses",
     "config_captured_at_accept",
     "devload_full_table",
+    "view_registers_and_refusals",
+    "view_reads_and_bursts",
 ]
 
 # (line_bits, workers, stages, regions, max_outstanding, simulator, slow); the
