@@ -33,7 +33,7 @@ __all__ = [
     "Field", "Register", "RegisterMap", "CFG_FIELDS", "HIERARCHY_CFG_FIELDS", "STATUS_BITS",
     "COUNTERS", "ID_VALUE", "VERSION_MAJOR", "VERSION_MINOR", "CfgError",
     "cfg_encode", "cfg_decode", "cfg_check", "count_total_max", "markdown",
-    "CAPS2_PROFILE", "caps2_fields", "caps2_value",
+    "CAPS2_PROFILE", "caps2_fields", "caps2_value", "caps2_decode",
     "VIEW_FIELDS", "SOURCE_ALIGN_BITS", "view_check",
 ]
 
@@ -166,6 +166,18 @@ def caps2_value(profile):
     features = PROFILES[profile].features
     return (sum(1 << k for k, name in enumerate(FEATURES) if name in features)
             | CAPS2_PROFILE.put(0, list(PROFILES).index(profile)))
+
+
+def caps2_decode(value):
+    """The profile name and the feature set a CAPS2 value states (the inverse
+    of :func:`caps2_value`); raises ValueError for a profile index no profile
+    has."""
+    index = CAPS2_PROFILE.get(value)
+    if index >= len(PROFILES):
+        raise ValueError(f"CAPS2 0x{value:08X} names profile {index}; "
+                         f"known: {', '.join(f'{k} {n}' for k, n in enumerate(PROFILES))}")
+    return (list(PROFILES)[index],
+            frozenset(name for k, name in enumerate(FEATURES) if value >> k & 1))
 
 
 def _addr_fields(half, what, low=0):

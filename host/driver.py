@@ -33,9 +33,10 @@ import mmap
 import os
 import struct
 
-from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode, Operand, TopParams
+from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, Format, Profile, GateKind, Layout, Mode, Operand, TopParams
 from neuron_fabric.contract.regmap import (COUNTERS, ID_VALUE, SOURCE_ALIGN_BITS, STATUS_BITS, VIEW_FIELDS,
-                                           CfgError, RegisterMap, cfg_check, cfg_decode, cfg_encode)
+                                           CfgError, RegisterMap, caps2_decode, cfg_check, cfg_decode,
+                                           cfg_encode)
 
 __all__ = ["BusError", "Driver", "AxiLiteMasterBus", "MmapBus", "CfgError"]
 
@@ -92,7 +93,7 @@ class Driver:
     bus :
         See the module docstring.
     params : TopParams
-        The instance's parameters (:meth:`probe` reads them from CAPS0/CAPS1).
+        The instance's parameters (:meth:`probe` reads them from CAPS0-CAPS2).
     profile : Profile, optional
         The build's features when they are not ``PROFILES[params.profile]``'s
         (as for :class:`~neuron_fabric.host.device.Device`); they decide
@@ -107,16 +108,25 @@ class Driver:
 
     @classmethod
     async def probe(cls, bus, profile="full"):
-        """Read ID and CAPS and return a driver for what is there."""
+        """Read ID and CAPS0-CAPS2 and return a driver for what is there.
+
+        CAPS2 (contract 2.2) gives the build's profile and features; a build
+        older than 2.2 answers its offset SLVERR, and then ``profile`` (a name
+        of ``PROFILES``) is taken as the build's."""
         value, ok = await bus.read(0x000)
         if not ok or value != ID_VALUE:
             raise BusError(f"no neuron_fabric at this bus: ID reads 0x{value:08X}")
         caps0, _ = await bus.read(0x008)
         caps1, _ = await bus.read(0x00C)
+        caps2, ok = await bus.read(0x018)
+        name, features = caps2_decode(caps2) if ok else (profile, PROFILES[profile].features)
         params = TopParams(line_bits=caps0 & 0xFFFF, workers=(caps0 >> 16) & 0xFF,
                            stages=(caps0 >> 24) & 0xF, regions=caps1 & 0xFF,
-                           max_outstanding=(caps1 >> 8) & 0xFFFF, profile=profile)
-        return cls(bus, params)
+                           max_outstanding=(caps1 >> 8) & 0xFFFF, profile=name)
+        built = PROFILES[name]
+        if features != built.features:
+            built = Profile(f"{name} (as CAPS2 reads)", features)
+        return cls(bus, params, profile=built)
 
     # -- raw access --------------------------------------------------------------
 

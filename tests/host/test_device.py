@@ -12,7 +12,7 @@ from neuron_fabric.host import golden
 from neuron_fabric.host.device import Device, PoisonError, Response
 from neuron_fabric.host.driver import BusError, CfgError, Driver
 from neuron_fabric.contract.facts import (DRS_MEMDATA, FEATURES, NDR_CMP, Format, GateKind, Layout, Mode,
-                                          Operand, Profile, ReqOpcode, RwdOpcode, TopParams, view_beats)
+                                          Operand, PROFILES, Profile, ReqOpcode, RwdOpcode, TopParams, view_beats)
 from neuron_fabric.contract.regmap import (STATUS_BITS, VERSION_MAJOR, VERSION_MINOR, RegisterMap,
                                            cfg_encode)
 
@@ -374,6 +374,7 @@ def test_driver_on_the_model():
         dev = Device(SMALL)
         nf = await Driver.probe(dev)
         assert nf.params == SMALL
+        assert nf.profile.features == PROFILES[SMALL.profile].features
         await nf.set_default(Mode.GBINARY, format=Format.SIGN)
         await nf.set_region(1, base=0x1_0000_0040, limit=0x1_0000_0400, mode=Mode.GTERNARY,
                             gate_kind=GateKind.MARGIN, threshold=2)

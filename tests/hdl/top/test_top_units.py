@@ -128,6 +128,20 @@ def test_driver_raises_on_slverr_and_probes():
         run(Driver.probe(RecordingBus({0x000: 0})))
 
 
+def test_probe_takes_the_profile_and_features_from_caps2():
+    # contract 4.4: CAPS2 [31:24] profile (1 paper), bit 4 hierarchy
+    base = {0x000: 0x4E464142, 0x008: 64 | 4 << 16 | 2 << 24, 0x00C: 2 | 4 << 8}
+    paper = run(Driver.probe(RecordingBus({**base, 0x018: 0x01000000})))
+    assert (paper.params.profile, paper.profile.features) == ("paper", frozenset())
+    hier = run(Driver.probe(RecordingBus({**base, 0x018: 1 << 4})))
+    assert (hier.params.profile, hier.profile.features) == ("full", {"hierarchy"})
+    # a build older than contract 2.2 answers CAPS2 SLVERR: the argument decides
+    old = run(Driver.probe(RecordingBus(base, fail={0x018}), profile="paper"))
+    assert old.params.profile == "paper" and old.profile.features == frozenset()
+    with pytest.raises(ValueError, match="names profile 7"):
+        run(Driver.probe(RecordingBus({**base, 0x018: 0x07000000})))
+
+
 # -- devload thresholds ---------------------------------------------------------------
 
 def test_devload_thresholds():
