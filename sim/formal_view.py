@@ -18,12 +18,11 @@ is retired exactly when its last beat is taken, and never twice.  A DRS of
 the watched ID comes only after its B beats, so no beat of another read
 enters it.  Bounded (BMC) over two whole reads of the watched ID.
 
-Run as ``python -m neuron_fabric.sim.formal_view LINE_BITS WORKERS`` to
-write and run the job under ``build/formal/``.
+:func:`view_pack_job` writes the job under ``build/formal/``
+(``tests/hdl/top/test_view_rtl.py`` runs it).
 """
 
 import shutil
-import sys
 
 from amaranth import Array, Cat, Const, Elaboratable, Module, Mux, ResetSignal, Signal
 from amaranth.asserts import AnyConst, AnySeq, Initial
@@ -31,10 +30,9 @@ from amaranth.back import rtlil
 from amaranth.hdl import Assert, Assume, Cover
 
 from neuron_fabric.contract import facts
-from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.contract.facts import Format, GateKind, Mode, Operand, TopParams, view_beats
 from neuron_fabric.contract.paths import BUILD
-from neuron_fabric.sim.formal import ENGINE, run_sby
+from neuron_fabric.sim.formal import ENGINE
 from neuron_fabric.sim.formal_datapath import reference_value
 
 __all__ = ["ViewPackSpec", "view_pack_job", "DEPTH"]
@@ -169,19 +167,3 @@ def view_pack_job(line_bits=64, workers=4, depth=DEPTH):
         "[script]", "read_rtlil spec.il", "prep -flatten -top top", "",
         "[files]", "spec.il", ""]))
     return sby
-
-
-@guarded
-def main(argv=None):
-    ap = ArgumentParser(prog="python -m neuron_fabric.sim.formal_view",
-                        description=__doc__.splitlines()[0])
-    ap.add_argument("line_bits", type=int, nargs="?", default=64)
-    ap.add_argument("workers", type=int, nargs="?", default=4)
-    args = ap.parse_args(argv)
-    passed, log = run_sby(view_pack_job(args.line_bits, args.workers))
-    print("\n".join(log.splitlines()[-12:]))
-    return 0 if passed else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
