@@ -31,6 +31,11 @@ For each set (:func:`run_config`):
    control writes and region configurations: a few hundred requests in
    all, each response, control read, counter and the memory compared.
 
+4. on a build with the packed view (contract section 6), its bench
+   (``sim/cocotb_view.py``): :data:`VIEW_ROUNDS` view configurations of
+   every kind, reads of the view, of its source lines and of DEFAULT_CFG
+   under pauses and single-beat errors, against the device model.
+
 Each result is kept as ``build/configs/rows/<set>.json`` and the table of
 every set (those not run marked so) is written to
 ``build/reports/configs.{md,json}`` (:func:`write_report`).
@@ -51,7 +56,7 @@ import sys
 import time
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.contract.facts import DATAPATH_MODULE, TOP_MODULE, TopParams
+from neuron_fabric.contract.facts import DATAPATH_MODULE, PROFILES, TOP_MODULE, TopParams
 from neuron_fabric.contract.paths import BUILD, VERILOG_CACHE
 from neuron_fabric.hdl.export.verilog import (
     _sources_digest,
@@ -112,6 +117,10 @@ QUICK = ("L64_W4_S2_R4_O8_full", "L64_W8_S5_R8_O32_full", "L64_W16_S1_R0_O4_full
 #: (8 to 47 requests a batch, beside random control operations).
 BATCHES = 8
 
+#: Rounds of the packed view's bench (a view configuration each) on a
+#: build with the view.
+VIEW_ROUNDS = 3
+
 #: Where each set's files and result row go (``--work`` moves it).
 WORK = BUILD / "configs"
 
@@ -153,16 +162,20 @@ def _lint(folder):
     return out
 
 
-def _differential(params, source, batches, seed, work):
-    """The device model's differential bench on the exported top: (passed,
-    seconds, what it checked, message)."""
-    folder = work / params.tag() / "device"
+def _differential(params, source, batches, seed, work, bench="device"):
+    """The device model's differential bench (``bench`` "device",
+    ``sim/cocotb_device.py``), or the packed view's (``"view"``,
+    ``sim/cocotb_view.py``: ``batches`` rounds of a new view configuration,
+    two batches each), on the exported top: (passed, seconds, what it
+    checked, message)."""
+    folder = work / params.tag() / bench
     start = time.monotonic()
+    extra = dict(batches=batches, cover=True) if bench == "device" else \
+        dict(configs=batches, batches=2)
     try:
         run_cocotb(sources=[source], toplevel=TOP_MODULE,
-                   test_module="neuron_fabric.sim.cocotb_device", simulator="verilator",
-                   build_dir=folder, params=dict(params.__dict__, seed=seed, batches=batches,
-                                                 cover=True))
+                   test_module=f"neuron_fabric.sim.cocotb_{bench}", simulator="verilator",
+                   build_dir=folder, params=dict(params.__dict__, seed=seed, **extra))
         passed, message = True, ""
     except AssertionError as exc:
         passed, message = False, str(exc).splitlines()[0]
@@ -174,6 +187,9 @@ def _differential(params, source, batches, seed, work):
             if line.startswith("NF_DEVICE_DIFF "):     # the bench's summary: dicts
                 text = line.split(" ", 1)[1]
                 seen = ast.literal_eval(text[:text.index("}") + 1])
+            elif line.startswith("NF_VIEW_DIFF "):     # "views n poison n kinds n"
+                words = line.split()[1:]
+                seen = {k: int(v) for k, v in zip(words[::2], words[1::2])}
             elif not passed and "AssertionError: " in line:    # what the bench found
                 message = line.split("AssertionError: ", 1)[1].strip()
     return passed, seconds, seen, message
@@ -209,6 +225,8 @@ def run_config(params, *, batches=BATCHES, seed=None, log=print, work=WORK):
                max_outstanding=params.max_outstanding, profile=params.profile, E=params.lanes,
                export="not run", export_s=None, export_cached=False, lint="not run",
                lint_output="", diff="not run", diff_s=None, responses=0, control=0,
+               view="not built" if not PROFILES[params.profile].has("packed_view") else "not run",
+               view_reads=0,
                message="", passed=False, batches=batches, seed=seed, cpu_s={})
     cpu = _cpu()
 
@@ -238,9 +256,18 @@ def run_config(params, *, batches=BATCHES, seed=None, log=print, work=WORK):
         log(f"{tag}: differential {row['diff']} in {seconds:.1f} s "
             f"({row['responses']} responses, {row['control']} control accesses)"
             + (f": {message}" if message else ""))
+        if PROFILES[params.profile].has("packed_view"):
+            passed, seconds, seen, message = _differential(
+                params, folder / f"{TOP_MODULE}.v", VIEW_ROUNDS, seed, work, bench="view")
+            spent("view")
+            row.update(view="passed" if passed else "failed", view_reads=seen.get("views", 0))
+            row["message"] = "; ".join(m for m in (row["message"], message) if m)
+            log(f"{tag}: packed view {row['view']} in {seconds:.1f} s "
+                f"({row['view_reads']} view reads)" + (f": {message}" if message else ""))
     else:
         row["message"] = message
-    row["passed"] = row["export"] == "ok" and row["lint"] == "clean" and row["diff"] == "passed"
+    row["passed"] = row["export"] == "ok" and row["lint"] == "clean" and \
+        row["diff"] == "passed" and row["view"] in ("passed", "not built")
     record(row, work)
     return row
 
@@ -305,11 +332,13 @@ def write_report(out=BUILD / "reports", work=WORK):
                  "by the Verilog cache), "
                  "`verilator --lint-only -Wall` with the waivers of `sim/lint.py` on the core "
                  "and the top, and the device model's differential bench on the top under "
-                 "Verilator (responses and control accesses compared). `make test` runs the "
+                 "Verilator (responses and control accesses compared), and on a build with the "
+                 "packed view its bench (`sim/cocotb_view.py`, view reads compared). "
+                 "`make test` runs the "
                  "sets marked `quick`; `make configs` or `make test-long` runs every set.", "",
                  "| set | LINE_BITS | W | E | STAGES | REGIONS | MAX_OUT | profile | export | "
-                 "export s | lint | differential | responses | sim s | result |",
-                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                 "export s | lint | differential | responses | sim s | packed view | result |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in table:
             result = {True: "PASS", False: "FAIL", None: "not run"}[r["passed"]]
             export_s = _cell(r.get("export_s"), "{:.1f}")
@@ -322,7 +351,7 @@ def write_report(out=BUILD / "reports", work=WORK):
                 f"{r['workers']} | {r['E']} | {r['stages']} | {r['regions']} | "
                 f"{r['max_outstanding']} | {r['profile']} | {r['export']} | {export_s} | "
                 f"{r['lint']} | {r['diff']} | {_cell(r.get('responses'))} | "
-                f"{_cell(r.get('diff_s'), '{:.1f}')} | {result} |")
+                f"{_cell(r.get('diff_s'), '{:.1f}')} | {r.get('view', 'not run')} | {result} |")
         (out / "configs.md").write_text("\n".join(lines) + "\n")
     return out / "configs.md", out / "configs.json"
 

@@ -4,7 +4,8 @@ of contract section 1 exports, lints clean and matches the device model.
 The sets are checked to cover the space written in ``contract/facts.py``
 (every pair of LINE_BITS and WORKERS in each profile, every STAGES and
 REGIONS value, MAX_OUTSTANDING's extremes and a value between that is not
-a power of two).  ``make test`` runs the covering subset
+a power of two), and on builds with the packed view reads of it.  ``make
+test`` runs the covering subset
 :data:`~neuron_fabric.sim.configs.QUICK`; ``make test-long`` every set
 (``make configs`` does the same outside pytest).  Each run adds its row to
 ``build/reports/configs.{md,json}``.
@@ -31,6 +32,8 @@ def _check(params):
     assert row["lint"] == "clean", f"{params.tag()}: {row['lint']}\n{row['lint_output']}"
     assert row["diff"] == "passed", f"{params.tag()}: differential run: {row['message']}"
     assert row["responses"] >= MIN_RESPONSES, row
+    # on a build with the packed view, its bench too (contract section 6)
+    assert row["view"] in ("passed", "not built"), f"{params.tag()}: view: {row['message']}"
 
 
 @pytest.mark.parametrize("params", [configs.by_tag(tag) for tag in configs.QUICK],
