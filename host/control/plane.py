@@ -78,6 +78,20 @@ class ControlPlane:
         self._fp32_steps = 0
         self._step = 0
 
+    def __getstate__(self):
+        """What a checkpoint keeps: the roles, the modes, the decisions due and
+        made, the faults; not the runtime or the driver, which :meth:`bind`
+        gives a loaded plane."""
+        return {k: v for k, v in vars(self).items() if k not in ("runtime", "driver")}
+
+    def bind(self, runtime, driver):
+        """Give a plane loaded from a checkpoint the resumed job's runtime and
+        driver (their groups on the plane's modes already)."""
+        if set(runtime.windows) != set(self.commander.groups):
+            raise ValueError(f"runtime groups {sorted(runtime.windows)} and Commander groups "
+                             f"{sorted(self.commander.groups)} differ")
+        self.runtime, self.driver = runtime, driver
+
     async def start(self):
         """Set DEFAULT_CFG to BYPASS (reads outside every region take the
         FP32 path); call once before the first step."""

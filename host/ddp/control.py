@@ -83,6 +83,19 @@ class RankControl:
         state.control = self
         state.diagnose = True
 
+    def __getstate__(self):
+        """A checkpoint of the hook's state keeps its control plane (rank 0's
+        roles and decisions, this rank's last loss and time) without the
+        state it is attached to: :meth:`FabricState.attach` links them."""
+        return {k: v for k, v in vars(self).items() if k != "state"}
+
+    def reattach(self, state):
+        """Link a loaded control plane to its loaded state (:meth:`FabricState.attach`)."""
+        self.state = state
+        state.control = self
+        if self.plane is not None:
+            self.plane.bind(state.regions, state.replicas.control_driver)
+
     def record(self, loss, compute_s):
         """This rank's loss and forward + backward time of the step just done."""
         self._loss = float(loss)

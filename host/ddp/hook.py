@@ -109,8 +109,9 @@ class FabricState:
         step the rank notes there the step it reached, and after a failed
         collective the survivors find there which ranks are missing.
 
-    A state pickles into a training checkpoint (``torch.save``); loaded, it
-    is bound to the resumed job's parameters by :meth:`attach`.
+    A state pickles into a training checkpoint (``torch.save``), with its
+    control plane; loaded, it is bound to the resumed job's parameters by
+    :meth:`attach`.
 
     Members read by the training script
     -----------------------------------
@@ -220,15 +221,15 @@ class FabricState:
         groups' policies and sizes, the step, the modes, the events, the
         fault, and the error-feedback residuals by (group, parameter
         position); not the process group, the store, the pools or the
-        replicas, which :meth:`attach` builds anew in the resumed job."""
-        if self.control is not None:
-            raise RuntimeError("a FabricState with a live control plane (RankControl) cannot "
-                               "be saved: its Predictor, Commander and Supervisor are not "
-                               "carried by a checkpoint")
+        replicas, which :meth:`attach` builds anew in the resumed job.  A live
+        control plane (:class:`~.control.RankControl`) goes with it: rank 0's
+        Predictor, Commander and Supervisor, the decisions due, the last
+        step's diagnostics."""
         return dict(config=self.config, groups=self.groups, asked=self._asked,
                     group_sizes=self.group_sizes, step=self.step, modes=dict(self.modes),
                     events=list(self.events), faulted=self.faulted,
-                    pending_fault=self.pending_fault,
+                    pending_fault=self.pending_fault, control=self.control,
+                    diagnose=self.diagnose, last_diag=self._last_diag,
                     residual={self._position[pid]: t.clone()
                               for pid, t in self._residual.items()})
 
@@ -258,6 +259,9 @@ class FabricState:
         self._residual = {at[key]: t for key, t in saved["residual"].items()}
         if not self.faulted:
             self.apply_modes(saved["modes"], "")
+        self.diagnose, self._last_diag = saved["diagnose"], saved["last_diag"]
+        if saved["control"] is not None:
+            saved["control"].reattach(self)
 
     @property
     def pool_kind(self):

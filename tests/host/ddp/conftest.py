@@ -27,6 +27,7 @@ def plans():
             ("widths", "aggregate", dict(cases=oracle.WIDTH_CASES)),
             ("drop-in", "train", dict(argv=DROP_IN_ARGV)),
             ("checkpoint", "checkpoint", {}),
+            ("live-checkpoint", "live_checkpoint", {}),
             ("odd-level2", "aggregate", dict(cases=oracle.ODD_LEVEL2_CASES))],
         3: [("odd", "aggregate", dict(cases=oracle.ODD_CASES))],
         4: [("exact", "aggregate", dict(cases=CASES)),

@@ -109,27 +109,45 @@ def control(rank, world, store, steps=14, nan_at=6, sizes=SIZES):
     """The control plane live: admission after a 2-step warm-up, a non-finite
     loss at ``nan_at`` (the Supervisor's recovery), re-admission after the
     cooldown.  Returns per step the modes and the gradients, and the events."""
+    model, ddp, state = _live(store, sizes)
+    try:
+        return _live_steps(rank, model, ddp, state, range(steps), nan_at, sizes)
+    finally:
+        state.close()
+
+
+def _live(store, sizes):
+    """A model, its DDP and a hook state with a live control plane."""
     from neuron_fabric.host.control import CommanderConfig, SupervisorConfig
     from neuron_fabric.host.ddp.control import RankControl
     model, ddp = _fixed_model(sizes)
     state = FabricState(_groups(model, sizes), {g: "fp32" for g, _ in sizes},
                         FabricConfig(scale=False), store=store)
-    try:
-        RankControl(state, CommanderConfig(warmup_steps=2, diag_window=2,
-                                           cos_min={"gbinary": -1.0, "gternary": -1.0}),
-                    SupervisorConfig(min_samples=2, cooldown_steps=2))
-        ddp.register_comm_hook(state, fabric_hook)
-        modes, grads = [], []
-        for step in range(steps):
-            state.begin_step(step)
-            modes.append(dict(state.modes))
-            ddp.zero_grad()
-            ddp(_grads(rank, step, sizes)).backward()
-            grads.append([p.grad.numpy().copy() for p in model.ps])
-            state.control.record(float("nan") if step == nan_at else 1.0, 0.01)
-        return dict(modes=modes, grads=grads, events=[vars(e) for e in state.events])
-    finally:
-        state.close()
+    RankControl(state, CommanderConfig(warmup_steps=2, diag_window=2,
+                                       cos_min={"gbinary": -1.0, "gternary": -1.0}),
+                SupervisorConfig(min_samples=2, cooldown_steps=2))
+    ddp.register_comm_hook(state, fabric_hook)
+    return model, ddp, state
+
+
+def _live_steps(rank, model, ddp, state, steps, nan_at, sizes, save_at=None):
+    """The steps ``steps`` of the live scenario (the checkpoint's bytes
+    taken before step ``save_at``)."""
+    import io
+    modes, grads, saved = [], [], None
+    for step in steps:
+        if step == save_at:
+            buf = io.BytesIO()
+            torch.save({"hook": state}, buf)
+            saved = buf.getvalue()
+        state.begin_step(step)
+        modes.append(dict(state.modes))
+        ddp.zero_grad()
+        ddp(_grads(rank, step, sizes)).backward()
+        grads.append([p.grad.numpy().copy() for p in model.ps])
+        state.control.record(float("nan") if step == nan_at else 1.0, 0.01)
+    return dict(modes=modes, grads=grads, events=[vars(e) for e in state.events],
+                checkpoint=saved)
 
 
 def fault(rank, world, store, kind, victim=1, at_step=3, steps=6, sizes=SIZES):
@@ -251,5 +269,28 @@ def resume(rank, world, store, checkpoints, save_at=3, steps=6, sizes=SIZES):
             grads.append([p.grad.numpy().copy() for p in model.ps])
         return dict(grads=grads, step=state.step, modes=dict(state.modes),
                     events=[vars(e) for e in state.events])
+    finally:
+        state.close()
+
+
+def live_checkpoint(rank, world, store, save_at=2, steps=14, nan_at=6, sizes=SIZES):
+    """The live control plane's scenario, the hook's state (with the plane)
+    saved before step ``save_at`` (before the admission decision)."""
+    model, ddp, state = _live(store, sizes)
+    try:
+        return _live_steps(rank, model, ddp, state, range(steps), nan_at, sizes, save_at)
+    finally:
+        state.close()
+
+
+def live_resume(rank, world, store, checkpoints, save_at=2, steps=14, nan_at=6, sizes=SIZES):
+    """A fresh job resuming :func:`live_checkpoint` from its checkpoint."""
+    import io
+    state = torch.load(io.BytesIO(checkpoints[rank]), weights_only=False)["hook"]
+    model, ddp = _fixed_model(sizes)
+    state.attach(_groups(model, sizes), store=store)
+    ddp.register_comm_hook(state, fabric_hook)
+    try:
+        return _live_steps(rank, model, ddp, state, range(save_at, steps), nan_at, sizes)
     finally:
         state.close()
