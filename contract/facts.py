@@ -14,7 +14,7 @@ __all__ = [
     "MAX_OUTSTANDING_RANGE", "DEFAULTS", "FIELD_WIDTHS",
     "Mode", "Format", "GateKind", "Layout", "Operand", "COUNT_LANE_BITS", "count_geometry",
     "FEATURES", "CORE_FEATURES", "TOP_FEATURES", "UNBUILT_FEATURES", "PROFILES", "Profile",
-    "view_beats",
+    "view_beats", "profile_named",
     "DatapathParams", "TopParams", "CXL_ADDR_BITS", "ReqOpcode", "RwdOpcode",
     "DRS_MEMDATA", "NDR_CMP", "DATAPATH_MODULE", "TOP_MODULE", "check_choice", "check_range",
     "ParameterError", "REFUSED_COMBINATIONS", "COMBINATION_NOTES",
@@ -204,6 +204,25 @@ PROFILES = {
 }
 
 
+def profile_named(name):
+    """The :class:`Profile` a build names: a key of :data:`PROFILES`, or
+    ``<profile>-no-<feature>`` (:meth:`Profile.without`, for the cost of a
+    feature beside the build that has it).
+
+    Raises
+    ------
+    ParameterError
+        For any other name (the message quotes it).
+    """
+    if name in PROFILES:
+        return PROFILES[name]
+    base, sep, feature = str(name).partition("-no-")
+    if sep and base in PROFILES and feature in FEATURES:
+        return PROFILES[base].without(feature)
+    raise ParameterError(f"profile must be one of {tuple(PROFILES)} or <profile>-no-<feature>, "
+                         f"not {name!r}")
+
+
 #: Combinations of legal values (contract section 1) that the IP refuses,
 #: as ``(combination, reason)``: none, every combination is built
 #: (``make configs`` exports, lints and simulates one set for every pair of
@@ -269,9 +288,7 @@ class DatapathParams:
         check_choice("LINE_BITS", self.line_bits, LINE_BITS_CHOICES)
         check_choice("WORKERS", self.workers, WORKERS_CHOICES)
         check_range("STAGES", self.stages, STAGES_RANGE)
-        if self.profile not in PROFILES:
-            raise ParameterError(f"profile must be one of {tuple(PROFILES)}, "
-                                 f"not {self.profile!r}")
+        profile_named(self.profile)
 
     @property
     def line_bytes(self):

@@ -24,6 +24,7 @@ from neuron_fabric.contract.facts import (
     Mode,
     Operand,
     PROFILES,
+    profile_named,
     TopParams,
     check_range,
     count_geometry,
@@ -162,10 +163,12 @@ def caps2_fields():
 
 
 def caps2_value(profile):
-    """CAPS2 of a build of ``profile`` (a name of :data:`~.facts.PROFILES`)."""
-    features = PROFILES[profile].features
+    """CAPS2 of a build of ``profile`` (a name :func:`~.facts.profile_named`
+    takes: a build of ``<profile>-no-<feature>`` reads as its profile, less
+    the feature's bit)."""
+    features = profile_named(profile).features
     return (sum(1 << k for k, name in enumerate(FEATURES) if name in features)
-            | CAPS2_PROFILE.put(0, list(PROFILES).index(profile)))
+            | CAPS2_PROFILE.put(0, list(PROFILES).index(profile.partition("-no-")[0])))
 
 
 def caps2_decode(value):
@@ -200,7 +203,7 @@ class RegisterMap:
     def __post_init__(self):
         p = self.params
         if self.features is None:
-            self.features = PROFILES[p.profile].features
+            self.features = profile_named(p.profile).features
         regs = [
             Register("ID", 0x000, "RO", "const", "identifies the block (ASCII NFAB)",
                      (Field("id", 0, 32, "0x4E464142"),), value=ID_VALUE),

@@ -32,6 +32,11 @@ from amaranth.hdl import Assert, Assume, Cover
 from neuron_fabric.contract import facts
 from neuron_fabric.contract.facts import Format, GateKind, Mode, Operand, TopParams, view_beats
 from neuron_fabric.contract.paths import BUILD
+from neuron_fabric.hdl.datapath import Datapath
+from neuron_fabric.hdl.top.cfg import CfgLayout
+from neuron_fabric.hdl.top.read_path import ReadPath
+from neuron_fabric.hdl.top.request_layout import read_entry
+from neuron_fabric.hdl.top.top import Top
 from neuron_fabric.sim.formal import ENGINE
 from neuron_fabric.sim.formal_datapath import reference_value
 
@@ -50,11 +55,6 @@ class ViewPackSpec(Elaboratable):
         self.params = params
 
     def elaborate(self, platform):
-        from neuron_fabric.hdl.datapath import Datapath
-        from neuron_fabric.hdl.top.cfg import CfgLayout
-        from neuron_fabric.hdl.top.read_path import ReadPath
-        from neuron_fabric.hdl.top.request_layout import read_entry
-        from neuron_fabric.hdl.top.top import Top
         p = self.params
         m = Module()
         m.d.comb += Assume(ResetSignal() == Initial())

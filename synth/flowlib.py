@@ -26,15 +26,13 @@ from dataclasses import asdict, dataclass
 from neuron_fabric.contract.facts import (
     DATAPATH_MODULE,
     DEFAULTS,
-    FEATURES,
     LINE_BITS_CHOICES,
-    PROFILES,
     STAGES_RANGE,
     TOP_MODULE,
     WORKERS_CHOICES,
-    ParameterError,
     check_choice,
     check_range,
+    profile_named,
 )
 from neuron_fabric.contract.paths import BUILD, CACHE, CONSTRAINTS, REPORTS, VERILOG_CACHE
 from neuron_fabric.hdl.export.verilog import (
@@ -121,14 +119,9 @@ def top_configs(profiles=None):
 
 
 def resolve_profile(name):
-    """A profile name: ``full``, ``paper`` or ``full-no-<feature>``."""
-    if name in PROFILES:
-        return PROFILES[name]
-    base, sep, feature = name.partition("-no-")
-    if sep and base in PROFILES and feature in FEATURES:
-        return PROFILES[base].without(feature)
-    raise ParameterError(f"unknown profile {name!r}: one of {', '.join(sorted(PROFILES))}, "
-                         "or full-no-<feature>")
+    """A profile name: ``full``, ``paper`` or ``full-no-<feature>``
+    (:func:`.facts.profile_named`)."""
+    return profile_named(name)
 
 
 def verilog(config):

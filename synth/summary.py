@@ -22,23 +22,28 @@ import sys
 import time
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.contract.facts import DEFAULTS, TOP_MODULE
+from neuron_fabric.contract.facts import DEFAULTS, PROFILES, TOP_MODULE
 from neuron_fabric.synth import ecp5, flowlib, ge, generic, sky130
 from neuron_fabric.synth.flowlib import Config
 from neuron_fabric.synth.report import PAPER
 
 #: Headings of the summary's columns, by key.
 HEADINGS = {"paper": "ours, paper profile", "full": "ours, full profile",
-            "top": "ours, top (full-profile core)"}
+            "top": "ours, top (full-profile core)",
+            "top-no-view": "ours, top without the packed view"}
 
 
 def summary_configs(line_bits=DEFAULTS["line_bits"], profiles=("paper", "full"), top=True):
     """``{column key: Config}``: the core in each profile and the top (full
-    profile), WORKERS and STAGES at their defaults."""
+    profile), WORKERS and STAGES at their defaults; where the full profile
+    has the packed view (contract section 6), the top without it beside
+    (``full-no-packed_view``), so that the table shows what the view costs."""
     args = (line_bits, DEFAULTS["workers"], DEFAULTS["stages"])
     out = {p: Config(p, *args) for p in profiles}
     if top:
         out["top"] = Config("full", *args, TOP_MODULE)
+        if PROFILES["full"].has("packed_view"):
+            out["top-no-view"] = Config("full-no-packed_view", *args, TOP_MODULE)
     return out
 
 
@@ -82,7 +87,7 @@ def measure(configs, jobs, seed, smoke=False):
                       lambda c=c: ecp5_chain(c, vfiles[c], seed, smoke)))
         tasks.append((k, "area", f"{c.name} cells and area",
                       lambda c=c: area_chain(c, vfiles[c])))
-    tasks.sort(key=lambda t: (t[0] != "top", t[1] != "route"))
+    tasks.sort(key=lambda t: (not t[0].startswith("top"), t[1] != "route"))
     results = flowlib.run_parallel([(title, fn) for _, _, title, fn in tasks], jobs, "summary")
     out = {k: {} for k in configs}                  # the table's column order
     for (k, kind, _, _), res in zip(tasks, results):
@@ -130,8 +135,8 @@ def table(figures, line_bits, seed):
     lines = ["| metric | paper | " + " | ".join(HEADINGS[k] for k in keys) + " |",
              "|---|---:|" + "---:|" * len(keys)]
     for label, section, field, fmt, top in rows:
-        cells = [_value(figures, k, section, field, fmt) if (k != "top" or top) else "—"
-                 for k in keys]
+        cells = [_value(figures, k, section, field, fmt)
+                 if (not k.startswith("top") or top) else "—" for k in keys]
         lines.append(f"| {label} | {paper.get(field, '—')} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -53,7 +53,7 @@ from amaranth import Cat, Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.contract.facts import CORE_FEATURES, DatapathParams, Profile, PROFILES
+from neuron_fabric.contract.facts import CORE_FEATURES, DatapathParams, Profile, profile_named
 
 from neuron_fabric.hdl.datapath.pipeline import PLACEMENT, REPLICA_BITS, Geometry, Pipeline
 from neuron_fabric.hdl.datapath.ports import InputLayout, LineIn, LineOut, OutputLayout
@@ -85,7 +85,7 @@ class DatapathDesign:
         :class:`Profile`)."""
         if isinstance(profile, Profile):
             return cls(DatapathParams(line_bits, workers, stages), profile)
-        return cls(DatapathParams(line_bits, workers, stages, profile), PROFILES[profile])
+        return cls(DatapathParams(line_bits, workers, stages, profile), profile_named(profile))
 
     @property
     def signature(self):

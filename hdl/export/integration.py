@@ -13,7 +13,7 @@ fails the lint instead of being waived with the export's style.
 from amaranth.lib.wiring import In
 
 from neuron_fabric.contract.facts import CXL_ADDR_BITS, DATAPATH_MODULE, TOP_MODULE, FEATURES, \
-    PROFILES
+    profile_named
 from neuron_fabric.contract.regmap import ADDR_BITS, DATA_BITS
 from neuron_fabric.hdl.export.flat import flat_names
 from neuron_fabric.hdl.top.top import Top
@@ -91,7 +91,7 @@ def params_header(params):
     profile and features and the width of every port as macros, so that a
     wrapper can size its wires from the build it instantiates, or check
     its own parameters against it."""
-    profile = PROFILES[params.profile]
+    profile = profile_named(params.profile)
     guard = "NEURON_FABRIC_PARAMS_VH"
     out = [f"// The build of {TOP_MODULE} this header belongs to: LINE_BITS={params.line_bits} "
            f"WORKERS={params.workers} STAGES={params.stages} REGIONS={params.regions} "

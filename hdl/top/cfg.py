@@ -8,7 +8,7 @@ from amaranth import Cat, Const, Signal, Value, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.contract.facts import PROFILES, Operand
+from neuron_fabric.contract.facts import profile_named, Operand
 from neuron_fabric.contract.regmap import (CFG_ENABLE, CFG_FIELDS, CXL_ADDR_BITS, DATA_BITS,
                                            count_total_max)
 from neuron_fabric.hdl.prims.gather import and_all, or_all
@@ -36,7 +36,7 @@ def RegionLayout(addr_bits, view=False):
 
 def has_view(params):
     """Whether a build of ``params`` has the packed view (contract section 6)."""
-    return PROFILES[params.profile].has("packed_view")
+    return profile_named(params.profile).has("packed_view")
 
 
 def ConfigSignature(params):

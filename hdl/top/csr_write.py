@@ -32,7 +32,7 @@ place to the first with BVALID high, one more).
 from amaranth import Cat, Const, Signal
 from amaranth.lib import data
 
-from neuron_fabric.contract.facts import PROFILES
+from neuron_fabric.contract.facts import profile_named
 from neuron_fabric.contract.regmap import DATA_BITS, STATUS_BITS
 from neuron_fabric.hdl.top.bus import OKAY, SLVERR
 from neuron_fabric.hdl.top.cfg import CHECK_STEPS, CfgWordLayout, check_steps
@@ -111,7 +111,7 @@ def write_channel(m, bus, config, regs, store, params):
               for b, f in enumerate(fetch))
     merged = Signal(CfgWordLayout, name="merged")
     m.d.sync += merged.eq((old & ~byte_mask(strb)) | w_data)
-    bad = or_all(check_steps(m, merged, params.workers, PROFILES[params.profile].features,
+    bad = or_all(check_steps(m, merged, params.workers, profile_named(params.profile).features,
                              "csr_w"))
     view_bad = _view_refused(m, regs, sel, merged, w_data, store)
     refused = _refused(m, bad, [sel[r.name] for r in cfgs], sel.values(), view_bad)

@@ -25,7 +25,7 @@ register's P."""
 from amaranth import Cat
 from amaranth.lib import data
 
-from neuron_fabric.contract.facts import COUNT_LANE_BITS, PROFILES, Operand
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, profile_named, Operand
 from neuron_fabric.hdl.top.cfg import CfgLayout
 from neuron_fabric.hdl.top.phase import (MASK_STEPS, lane_residues, mask_choose, pattern_bits, pattern_table,
                                          phase_candidates, phase_choose)
@@ -69,7 +69,7 @@ def mask_lanes(params):
     view ``LINE_BITS / 2``, one per element of a view line (contract section
     6.2: source line ``b`` of a view line takes bits ``[b*E', (b+1)*E')``);
     a read that is no view uses the first E (or ``E_c``)."""
-    return params.line_bits // 2 if PROFILES[params.profile].has("packed_view") else params.lanes
+    return params.line_bits // 2 if profile_named(params.profile).has("packed_view") else params.lanes
 
 
 def gate_mask_steps(m, line, params, residues, low):
@@ -80,7 +80,7 @@ def gate_mask_steps(m, line, params, residues, low):
     stage's registers.  The phase is ``(x * E) mod P``, ``(x * E_c) mod P``
     for a count line, and ``(x * LINE_BITS/2) mod P`` for a view line."""
     p = params
-    has = PROFILES[p.profile].has
+    has = profile_named(p.profile).has
     programmable = has("gate_pattern_programmable")
     width = mask_lanes(p)
 

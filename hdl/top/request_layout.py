@@ -5,7 +5,7 @@ in-flight table remembers of a read."""
 from amaranth import Signal
 from amaranth.lib import data
 
-from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, ReqOpcode
+from neuron_fabric.contract.facts import CXL_ADDR_BITS, profile_named, ReqOpcode
 from neuron_fabric.contract.regmap import HIERARCHY_CFG_FIELDS
 from neuron_fabric.hdl.top.cfg import CfgLayout
 from neuron_fabric.hdl.top.gate import mask_lanes
@@ -29,7 +29,7 @@ def ReadCfgLayout(params):
     for the mask, which replaces P, K and the phase; and with the
     ``hierarchy`` feature the layout, operand and total (contract section 5)."""
     names = ("mode", "format", "gate_kind", "threshold")
-    if PROFILES[params.profile].has("hierarchy"):
+    if profile_named(params.profile).has("hierarchy"):
         names += HIERARCHY_CFG_FIELDS
     return data.StructLayout({name: CfgLayout[name].shape for name in names})
 
@@ -40,7 +40,7 @@ def RequestLayout(params):
     with the packed view also ``len``, the AR beat's ARLEN (``B - 1`` for a
     view's burst, contract section 6.3; ``addr`` is then the burst's first
     source line)."""
-    extra = {"len": ARLEN_BITS} if PROFILES[params.profile].has("packed_view") else {}
+    extra = {"len": ARLEN_BITS} if profile_named(params.profile).has("packed_view") else {}
     return data.StructLayout({"kind": 2, "tag": 16,
                               "addr": CXL_ADDR_BITS - params.offset_bits,
                               "id": params.id_bits, "mode": CfgLayout["mode"].shape, **extra})
@@ -58,7 +58,7 @@ def ReadEntryLayout(params):
     (:func:`.count_steps.margin_limits` of its CFG).  Both are formed when
     the request is accepted, so that the read path copies them from
     registers with no logic between."""
-    has = PROFILES[params.profile].has
+    has = profile_named(params.profile).has
     extra = {"permute": 1} if has("hierarchy") else {}
     if has("hierarchy") and has("gate_margin"):
         extra["limits"] = LIMITS_BITS

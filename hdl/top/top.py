@@ -25,7 +25,7 @@ from amaranth import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect
 
-from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, TopParams
+from neuron_fabric.contract.facts import CXL_ADDR_BITS, profile_named, TopParams
 from neuron_fabric.contract.regmap import HIERARCHY_CFG_FIELDS
 from neuron_fabric.hdl.top.bus import AXI4LiteSignature, AXI4Signature, BURST_INCR, cxl_channels
 from neuron_fabric.hdl.top.cfg import has_view
@@ -98,7 +98,7 @@ class Top(wiring.Component):
                                                        read_retire=has_view(p))
         # With the hierarchy extension the core sits inside its wrapper
         # (contract section 5), which has the core's streams and latency.
-        hierarchy = PROFILES[p.profile].has("hierarchy")
+        hierarchy = profile_named(p.profile).has("hierarchy")
         dims = dict(line_bits=p.line_bits, workers=p.workers, stages=p.stages, profile=p.profile)
         core = m.submodules.datapath = \
             HierarchyUnit(**dims, permute_copies=True, limits_in=hasattr(read, "limits")) \

@@ -21,7 +21,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.contract.facts import COUNT_LANE_BITS, PROFILES, Operand, view_beats
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, profile_named, Operand, view_beats
 
 __all__ = ["view_geometry", "beat_mask", "beat_slice", "BeatTrack", "Packer", "RESULT_BITS"]
 
@@ -33,7 +33,7 @@ def view_geometry(params):
     """``{counts: (B, E')}`` for the operands a build has: SIGNS (False) and,
     with the ``hierarchy`` feature, the count operands (True)."""
     out = {False: (view_beats(params.line_bits, params.workers, Operand.SIGNS), params.lanes)}
-    if PROFILES[params.profile].has("hierarchy"):
+    if profile_named(params.profile).has("hierarchy"):
         out[True] = (view_beats(params.line_bits, params.workers, Operand.COUNTS4),
                      params.line_bits // COUNT_LANE_BITS)
     return out

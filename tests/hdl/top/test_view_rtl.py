@@ -18,7 +18,7 @@ import pytest
 from neuron_fabric.contract import facts
 from neuron_fabric.contract.facts import TOP_MODULE, Format, Mode, Operand, ReqOpcode, TopParams, view_beats
 from neuron_fabric.contract.paths import BUILD
-from neuron_fabric.contract.regmap import RegisterMap, cfg_encode
+from neuron_fabric.contract.regmap import RegisterMap, caps2_value, cfg_encode
 from neuron_fabric.hdl.export.verilog import top_verilog, write_verilog
 from neuron_fabric.hdl.top.bus import OKAY, SLVERR
 from neuron_fabric.hdl.top.top import Top
@@ -31,6 +31,7 @@ from neuron_fabric.sim.formal_view import view_pack_job
 from neuron_fabric.sim.latency import measure
 from neuron_fabric.sim.tb_top import SMALL_TOP
 from neuron_fabric.sim.toolchain import run_cocotb
+from neuron_fabric.synth.summary import summary_configs
 
 #: The window of view lines each configuration reads, and where its source is.
 VIEW_BASE, VIEW_LINES, SOURCE = 0x10_0000, 8, 0x4_0000
@@ -307,3 +308,15 @@ def test_view_pack_formal():
     passed, log = run_sby(view_pack_job(64, 4))
     assert passed, "\n".join(log.splitlines()[-25:])
     assert "reached cover statement" in log
+
+
+def test_summary_sets_the_top_without_the_view_beside(view_profile):
+    """Where the full profile has the view, ``make summary`` builds the top
+    without it beside (``full-no-packed_view``): that build maps no view
+    register and its CAPS2 names no view, the full top's does."""
+    configs = summary_configs()
+    assert configs["top-no-view"].profile == "full-no-packed_view"
+    without = TopParams(line_bits=64, profile="full-no-packed_view")
+    assert "REGION0_VIEW" not in RegisterMap(without)
+    assert "REGION0_VIEW" in RegisterMap(TopParams(line_bits=64))
+    assert caps2_value("full") & ~caps2_value("full-no-packed_view") == 1 << 5
