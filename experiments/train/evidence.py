@@ -61,7 +61,7 @@ from neuron_fabric.experiments.train.report import (ABLATION_PAPER, TABLE5_PAPER
 from neuron_fabric.host.encoding import ABSTAIN, DEPLOYABLE
 
 __all__ = ["Arm", "HARD_ARMS", "EASY_ARMS", "LADDER", "SEEDS", "TUNE_SEED", "STEPS", "BATCHES",
-           "VERDICTS", "paired", "interval", "verdict", "next_rates", "tuning_key", "tune",
+           "VERDICTS", "TRAINS", "untrained", "paired", "interval", "verdict", "next_rates", "tuning_key", "tune",
            "zero_fractions", "claims", "run", "reclaim", "main"]
 
 #: Learning rates the search walks, smallest first (half-decade steps).
@@ -398,6 +398,25 @@ def zero_fractions(rows):
             for b, r in rows.get("pairs-hard", {}).items() if "zeros" in r.get("fp32", {})}
 
 
+#: FP32's mean test accuracy (%) below which a regime does not train
+#: (chance: 10% on digits, 1% on pairs-hard): its claims are "not tested".
+TRAINS = {"digits": 50.0, "pairs-hard": 10.0}
+
+
+def untrained(rows, task, batch):
+    """Why ``task`` at ``batch`` tests nothing (FP32 below :data:`TRAINS`),
+    or None."""
+    fp32 = rows.get(task, {}).get(str(batch), {}).get("fp32")
+    if fp32 and fp32["accuracy_mean"] < TRAINS[task]:
+        return (f"FP32 reaches {fp32['accuracy_mean']:.1f}% here (below {TRAINS[task]:g}%): "
+                "the regime does not train, so no gap is measured")
+    return None
+
+
+def _verdict_unless(why):
+    return VERDICTS[2] if why else None
+
+
 def claims(rows, pilots):
     """Each tested claim of the paper beside ours, per batch and encoding,
     with its verdict and, where the regimes differ beyond what
@@ -407,22 +426,26 @@ def claims(rows, pilots):
     fp32_16 = hard.get("16", {}).get("fp32", {})
     regime = ("CIFAR-100 / ResNet-18 against pairs-hard / a normalised CNN with the same head "
               "share, far fewer steps")
+    why = untrained(rows, "digits", 16)
     for enc in _ALL:
         r = easy.get(f"gbinary@{enc}")
         if r:
             out.append(_claim("Fig. 4: G-Binary − FP32, easy task", -2.0,
                               "within 2 points (CIFAR-10)", r["vs_fp32"],
-                              "agrees when our interval's lower end is above −2", 16, enc,
-                              VERDICTS[0] if r["vs_fp32"]["lo"] >= -2.0 else VERDICTS[1]))
+                              why or "agrees when our interval's lower end is above −2", 16,
+                              enc, _verdict_unless(why) or (
+                                  VERDICTS[0] if r["vs_fp32"]["lo"] >= -2.0 else VERDICTS[1])))
     for policy, name in _TABLE6.items():
         fig = "Fig. 5 / Table 6" if POLICIES[policy].uniform else "Table 6"
         for b, by_arm in hard.items():
+            why = untrained(rows, "pairs-hard", b)
             for enc in _ALL:
                 r = by_arm.get(f"{policy}@{enc}")
                 if r:
                     out.append(_claim(f"{fig}: {name} − FP32", _gap(name),
-                                      f"{_gap(name):+.2f} (CIFAR-100)", r["vs_fp32"], regime,
-                                      int(b), enc))
+                                      f"{_gap(name):+.2f} (CIFAR-100)", r["vs_fp32"],
+                                      why or regime, int(b), enc, _verdict_unless(why)))
+    why = untrained(rows, "pairs-hard", 16)
     paper = ABLATION_PAPER[_ABLATION][0] - TABLE6_ACCURACY_PAPER[_TABLE6[_SPLIT]][0]
     for policy, how in ((_ABLATION, "SGD"), (_ABLATION_ADAM, "Adam")):
         for enc in _ALL:
@@ -430,10 +453,10 @@ def claims(rows, pilots):
             if r and "vs_split" in r:
                 out.append(_claim(f"Table 6 ablation: FP32 head at the low-bit rate ({how}) − "
                                   "the split", paper, f"{paper:+.2f} (CIFAR-100)", r["vs_split"],
-                                  "Adam's step per element is the rate, as a sign step's is"
-                                  if how == "Adam" else
-                                  "under SGD an FP32 head at a sign rate barely moves",
-                                  16, enc))
+                                  why or ("Adam's step per element is the rate, as a sign "
+                                          "step's is" if how == "Adam" else
+                                          "under SGD an FP32 head at a sign rate barely moves"),
+                                  16, enc, _verdict_unless(why)))
     paper5 = TABLE5_PAPER["pairs-hard"][1]["gbinary"]
     for g, i in (("backbone", 1), ("head", 2)):
         for enc in _ALL:
@@ -441,8 +464,9 @@ def claims(rows, pilots):
             if cos:
                 out.append(_claim(f"Table 5: G-Binary cosine with the FP32 mean, {g}",
                                   paper5[i], f"{paper5[i]:.3f} (CIFAR-100, epoch 20)", cos,
-                                  "same gradients of our FP32 runs at 30% of training; "
-                                  "cosines fall with fewer examples per worker", 16, enc))
+                                  why or "same gradients of our FP32 runs at 30% of training; "
+                                  "cosines fall with fewer examples per worker", 16, enc,
+                                  _verdict_unless(why)))
     for row in pilots.get("fault_rows", []):
         if row["trace"] == "gbinary-default":
             out.append(_claim(f"Fig. 6: recovery, G-Binary-default − always-FP32, "

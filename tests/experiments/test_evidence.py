@@ -92,3 +92,18 @@ def test_parts_of_disjoint_batch_sizes_merge_into_one_evidence(tmp_path):
     assert data["pilots"] == {"fault_rows": []}
     split = [c for c in data["claims"] if c["claim"].startswith("Table 6: G-Binary backbone")]
     assert [(c["batch"], c["verdict"]) for c in split] == [(16, "agrees"), (64, "agrees")]
+
+
+def test_a_regime_where_fp32_does_not_train_tests_nothing(tmp_path):
+    # FP32 at 1.2% on the 100-class task (chance 1%): the split's interval
+    # [-2, 0] holds the paper's -1.34, but the verdict is "not tested".
+    part = _part(16, {})
+    part["rows"]["pairs-hard"]["16"]["fp32"] = dict(accuracy_mean=1.2)
+    path = tmp_path / "part.json"
+    path.write_text(json.dumps(part))
+    split = [c for c in json.loads(ev.merge([path], tmp_path).read_text())["claims"]
+             if c["claim"].startswith("Table 6: G-Binary backbone")]
+    assert split[0]["verdict"] == "not tested in a comparable regime"
+    assert "FP32 reaches 1.2%" in split[0]["reason"]
+    assert ev.untrained({"pairs-hard": {"16": {"fp32": dict(accuracy_mean=40.0)}}},
+                        "pairs-hard", 16) is None
