@@ -92,12 +92,14 @@ class FaultPort:
     Parameters
     ----------
     port :
-        A memory port with ``write_lines``, ``read_lines``, ``peek``,
-        ``poke`` and ``params`` (a :class:`~neuron_fabric.host.device.Device`),
-        and optionally ``write_lines_partial``.
+        A memory port with ``write_lines``, ``read_lines``, ``peek`` and
+        ``poke`` (a :class:`~neuron_fabric.host.device.Device`), and
+        optionally ``write_lines_partial``.
     fault : BitFlips, StuckLane or StaleWorker
     seed : int or sequence of int
         Seed of a random fault.
+    workers : int or None
+        W of the lines (``port.params.workers`` when None).
 
     Members
     -------
@@ -107,13 +109,14 @@ class FaultPort:
         Bits that differ from what was written, summed over the writes.
     """
 
-    def __init__(self, port, fault, seed=0):
+    def __init__(self, port, fault, seed=0, workers=None):
         for name in ("write_lines", "read_lines", "peek", "poke"):
             if not callable(getattr(port, name, None)):
                 raise TypeError(f"the wrapped port needs {name}(); {type(port).__name__} has none")
         if not callable(getattr(fault, "corrupt", None)):
             raise TypeError(f"fault must be BitFlips, StuckLane or StaleWorker, not {fault!r}")
         self._port = port
+        self._workers = workers or port.params.workers
         self.fault = fault
         self.active = False
         self.flipped = 0
@@ -131,7 +134,7 @@ class FaultPort:
         if old is None:
             return
         new = self._port.peek(addr, count)
-        bad = self.fault.corrupt(new, old, self._port.params.workers, self._rng)
+        bad = self.fault.corrupt(new, old, self._workers, self._rng)
         if enables is not None:
             bad = np.where(np.broadcast_to(enables, new.shape), bad, new).astype(np.uint8)
         self.flipped += int(np.unpackbits(bad ^ new).sum())
