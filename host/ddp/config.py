@@ -51,8 +51,8 @@ class StepTraffic:
 
     ``pool_write``, ``pool_read``: what a CXL pool would move for this rank's
     low-bit groups (its own segments written, 1 bit per element, padding
-    included; the response lines it reads: W-bit lanes, or 32-bit lanes on
-    the level-2 read).  ``fp32_elements``: elements on the FP32 path (an
+    included; the response lines it reads: W-bit lanes, 32-bit lanes on
+    the level-2 read, or 2 bits an element through a packed view).  ``fp32_elements``: elements on the FP32 path (an
     FP32 pool would move 4 bytes each way per element).  ``low_elements``:
     elements on a low-bit path.  ``gathered``: bytes this rank sent in
     all-gathers of segments (the cross-host pool; 0 on shared memory).
@@ -179,6 +179,13 @@ class FabricConfig:
     regions : int
         Regions of each controller's region table (at least the number of
         groups).
+    packed_view : bool or None
+        Whether the controller has the packed result view (contract section
+        6): with it, a SIGN-format group of a one-controller job reads its
+        results through a view, 2 bits an element instead of a W-bit lane.
+        None (the default): as the full profile has it (the feature
+        ``packed_view``); True: a controller with the view (the replicas
+        model one even where no exported build has it); False: lanes only.
     """
     line_bits: int = 512
     ranks_per_controller: int = None
@@ -191,6 +198,7 @@ class FabricConfig:
     census_s: float = 5.0
     diagnostics: bool = False
     regions: int = 8
+    packed_view: bool = None
 
     def __post_init__(self):
         if self.line_bits not in LINE_BITS_CHOICES:

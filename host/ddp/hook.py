@@ -60,7 +60,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from neuron_fabric.contract.facts import COUNT_LANE_BITS, Format, Layout, Mode, count_geometry
+from neuron_fabric.contract.facts import (COUNT_LANE_BITS, PROFILES, Format, Layout, Mode,
+                                          count_geometry)
 from neuron_fabric.host import golden
 from neuron_fabric.host.control import FP32 as FP32_MODE, MODE_POLICY
 from neuron_fabric.host.ddp.config import (Event, FabricConfig, RankLostError, StepTraffic,
@@ -186,14 +187,20 @@ class FabricState:
         self.policies = {g: self._layout(p) for g, p in self._asked.items()}
         for p in self.policies.values():
             p.check(self.workers, c.line_bits)
-        self._align = c.line_bits // 4              # the widest E of any W: 128 at 512 bits
+        # Pieces start on whole lines of every W (the widest E: 128 at 512
+        # bits), and on whole view lines (LINE_BITS / 2 elements) when a
+        # packed view serves level 1 (one controller; contract section 6).
+        view = PROFILES["full"].has("packed_view") if c.packed_view is None else c.packed_view
+        self._views = bool(view) and self.controllers == 1
+        self._align = c.line_bits // (2 if self._views else 4)
         self._lanes1 = c.line_bits // self.workers   # E
         self._lanes2 = c.line_bits // COUNT_LANE_BITS
         capacity = {g: max(self._align, sum(-(-n // self._align) * self._align for n in sizes))
                     for g, sizes in self.group_sizes.items()}
         self.group_elements = {g: sum(sizes) for g, sizes in self.group_sizes.items()}
         self.replicas = rep = Replicas(capacity, c.line_bits, self.workers, self.controllers,
-                                       max(c.regions, len(self.groups)), c.layout)
+                                       max(c.regions, len(self.groups)), c.layout,
+                                       view=self._views)
         self.regions = rep.regions
         fill, used = {}, self.copies * r
         for i in range(self.pad_pairs):
@@ -593,12 +600,13 @@ class FabricState:
                                     self.controllers * self.pad_pairs, flags[1 + i])
                 for (i, p, _), window in zip(counts, windows2)}
 
-    def _read(self, port, window, lines, n, lane_bits, fmt, dtype):
+    def _read(self, port, window, lines, n, lane_bits, fmt, dtype, view=None):
         """The engine's step on a replica: the pool's ``lines`` stored into
-        ``window`` and read back, ``n`` values of ``dtype``; a failed read
-        is this rank's pending fault (the replica answers in software)."""
+        ``window`` and read back (as lanes, or through the packed ``view`` of
+        it), ``n`` values of ``dtype``; a failed read is this rank's pending
+        fault (the replica answers in software)."""
         values, moved = run_untimed(engine.aggregate(port, window, lines, n, lane_bits, fmt,
-                                                     dtype=dtype))
+                                                     view=view, dtype=dtype))
         fault = self.replicas.take_fault()
         if fault is not None and self.pending_fault is None:
             self.pending_fault = f"rank {self.rank}: {fault}"
@@ -619,8 +627,13 @@ class FabricState:
         lines = self._pool_read(self.pools.level1, window)
         if self.config.layout == Layout.ELEMENT_MAJOR:
             lines = golden.to_element_major(lines, self.workers)
-        fmt = self.regions.policies[p.group].format if self.controllers == 1 else Format.COUNT
-        return self._read(self.replicas.port1, window, lines, p.n, self.workers, fmt, dtype)
+        policy = self.regions.policies[p.group]
+        fmt = policy.format if self.controllers == 1 else Format.COUNT
+        view = None
+        if self.controllers == 1 and engine.reads_view(self.replicas.driver1, policy):
+            view = self.replicas.views1[p.group].piece(p.cursor, p.n, self.config.line_bits // 2)
+        return self._read(self.replicas.port1, window, lines, p.n, self.workers, fmt, dtype,
+                          view)
 
     def _write_level2(self, counts):
         """Each piece's level-1 counts as this controller's segment of the

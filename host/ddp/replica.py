@@ -13,9 +13,13 @@ windows and region tables and reads lines through them.
 
 from dataclasses import replace
 
-from neuron_fabric.contract.facts import Format, Layout, Mode, Operand, TopParams, count_geometry
+import numpy as np
+
+from neuron_fabric.contract.facts import (PROFILES, Format, Layout, Mode, Operand, Profile, TopParams,
+                                          count_geometry, view_beats)
 from neuron_fabric.contract.regmap import count_total_max
 from neuron_fabric.host.device import Device, read_response
+from neuron_fabric.host.golden import pack_view
 from neuron_fabric.host.driver import Driver
 from neuron_fabric.host.runtime import FP32, GradientRuntime, GroupPolicy, GroupWindow
 
@@ -126,12 +130,27 @@ class _Port:
         except Exception as err:
             if self.fault is None:
                 self.fault = f"level-{self.level} read: {type(err).__name__}: {err}"
-            stored_addr, raw = self._stored
-            if (stored_addr, len(raw)) != (addr, count):
-                raise RuntimeError(f"a read of {count} lines at {addr:#x} after a write of "
-                                   f"{len(raw)} at {stored_addr:#x}") from err
-            cfg, index = self.device.read_config(addr)
+            return self._software(addr, count, err)
+
+    def _software(self, addr, count, err):
+        """The response to a read of ``count`` lines at ``addr`` computed from the
+        lines last written: the same window read as lanes, or the packed
+        view of it (contract section 6: ``B`` written lines a view line)."""
+        stored_addr, raw = self._stored
+        cfg, index = self.device.read_config(addr)
+        if (stored_addr, len(raw)) == (addr, count):
             return read_response(self.device.params, self.device.profile, raw, index, cfg)
+        p = self.device.params
+        beats = view_beats(p.line_bits, p.workers)
+        if stored_addr != addr and -(-len(raw) // beats) == count:
+            # (the view's last line reads source lines past those written:
+            # their results are past the piece's elements)
+            source = np.zeros((count * beats, raw.shape[1]), dtype=np.uint8)
+            source[:len(raw)] = raw
+            fields = {k: cfg[k] for k in ("gate_kind", "period", "keep", "threshold", "layout")}
+            return pack_view(source, p.workers, Mode(cfg["mode"]), index=index, **fields)
+        raise RuntimeError(f"a read of {count} lines at {addr:#x} after a write of "
+                           f"{len(raw)} at {stored_addr:#x}") from err
 
 
 class Replicas:
@@ -148,6 +167,10 @@ class Replicas:
         regions of each region table.
     layout : Layout
         The layout of the sign lines the ranks write.
+    view : bool
+        Whether the level-1 controller has the packed result view (contract
+        section 6), whatever the full profile has: its SIGN-format groups
+        then read through it.
 
     Members
     -------
@@ -160,19 +183,28 @@ class Replicas:
     windows1, windows2 : dict of str to GroupWindow
         Each group's window of sign lines (level 1) and of count lines
         (level 2, empty with one controller).
+    views1 : dict of str to GroupWindow
+        Each group's packed view of its level-1 window (empty without the
+        view).
     operand, total
         The level-2 count operand and the votes a level-2 read counts
         (W with one controller).
     regions : RegionTable
     """
 
-    def __init__(self, capacity, line_bits, workers, controllers, regions, layout):
+    def __init__(self, capacity, line_bits, workers, controllers, regions, layout, view=True):
         params1 = TopParams(line_bits=line_bits, workers=workers, regions=regions)
-        dev1 = Device(params1)
-        self.driver1 = Driver(dev1, params1)
+        full = PROFILES[params1.profile]
+        profile1 = full
+        if view != full.has("packed_view"):
+            profile1 = full.without("packed_view") if not view else \
+                Profile(f"{full.name}+packed_view", full.features | {"packed_view"})
+        dev1 = Device(params1, profile=profile1)
+        self.driver1 = Driver(dev1, params1, profile=profile1)
         rt1 = run_untimed(GradientRuntime.create(dev1, self.driver1, capacity,
                                                  {g: FP32 for g in capacity}))
         self.windows1 = rt1.windows
+        self.views1 = rt1.views
         self.size1 = max(w.limit for w in self.windows1.values())
         self.port1 = _Port(dev1, 1)
         self.port2 = self.driver2 = None

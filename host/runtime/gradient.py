@@ -108,6 +108,12 @@ class GradientRuntime:
         return dict(self._windows)
 
     @property
+    def views(self):
+        """Group name -> its packed view's window (empty on a build without
+        the view, contract section 6)."""
+        return dict(self._views)
+
+    @property
     def policies(self):
         return dict(self._policies)
 

@@ -28,7 +28,8 @@ def plans():
             ("drop-in", "train", dict(argv=DROP_IN_ARGV)),
             ("checkpoint", "checkpoint", {}),
             ("live-checkpoint", "live_checkpoint", {}),
-            ("odd-level2", "aggregate", dict(cases=oracle.ODD_LEVEL2_CASES))],
+            ("odd-level2", "aggregate", dict(cases=oracle.ODD_LEVEL2_CASES)),
+            ("views", "aggregate", dict(cases=oracle.VIEW_CASES))],
         3: [("odd", "aggregate", dict(cases=oracle.ODD_CASES))],
         4: [("exact", "aggregate", dict(cases=CASES)),
             ("control", "control", {}),
@@ -38,7 +39,9 @@ def plans():
             ("stop", "stop", dict(victim=2, timeout_s=2.0, crash=False))],
         8: [("two-controllers", "aggregate",
              dict(cases=[(p, dict(c, ranks_per_controller=4)) for p, c in HIERARCHY_CASES])),
-            ("one-controller", "aggregate", dict(cases=HIERARCHY_CASES)),
+            # (lanes, as the two controllers read level 1: the same pieces)
+            ("one-controller", "aggregate",
+             dict(cases=[(p, dict(c, packed_view=False)) for p, c in HIERARCHY_CASES])),
             ("two-controllers-64", "aggregate",
              dict(cases=[(p, dict(c, ranks_per_controller=4, line_bits=64))
                          for p, c in HIERARCHY_CASES[:2]])),

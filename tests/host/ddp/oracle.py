@@ -5,7 +5,7 @@ parameter starts in its group's window (:func:`first_elements`)."""
 
 import numpy as np
 
-from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode
+from neuron_fabric.contract.facts import PROFILES, Format, GateKind, Layout, Mode
 from neuron_fabric.host import golden
 
 
@@ -121,15 +121,52 @@ ODD_CASES = [(p, dict(layout=int(layout), pool="shm")) for p in POLICIES for lay
 ODD_LEVEL2_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2],
                              ranks_per_controller=1)) for i, p in enumerate(POLICIES)]
 
+#: A controller with the packed view (contract section 6, modelled whether or
+#: not the full profile has it) and one without: the SIGN-format policies
+#: read through the view, both layouts, both pools; a COUNT policy still
+#: reads lanes beside it.
+VIEW_CASES = [(p, dict(layout=int(layout), pool="shm", packed_view=True))
+              for p in POLICIES if p["format"] == Format.SIGN for layout in Layout] + \
+    [(POLICIES[Format.SIGN], dict(layout=int(Layout.WORKER_MAJOR), pool="gather", packed_view=True)),
+     (POLICIES[6 + Format.COUNT], dict(layout=int(Layout.WORKER_MAJOR), pool="shm", packed_view=True)),
+     (POLICIES[Format.SIGN], dict(layout=int(Layout.WORKER_MAJOR), pool="shm", packed_view=False))]
+
 #: The options beyond the paper (off by default), on G-Binary SIGN over 3 steps.
 OPTION_CASES = [(POLICIES[2], dict(error_feedback=True)), (POLICIES[2], dict(scale=True))]
+
+
+def reads_views(config=None, controllers=1):
+    """Whether a job of ``config`` (FabricConfig fields) reads level 1 through
+    packed views (docs/ddp.md): one controller, and ``packed_view`` True, or
+    None where the full profile has the feature."""
+    view = (config or {}).get("packed_view")
+    if view is None:
+        view = PROFILES["full"].has("packed_view")
+    return bool(view) and controllers == 1
+
+
+def piece_align(config=None, controllers=1):
+    """The alignment of the hook's pieces in elements (docs/ddp.md): a view
+    line, LINE_BITS / 2, when level 1 reads packed views; else the widest
+    line of any W, LINE_BITS / 4."""
+    line_bits = (config or {}).get("line_bits", 512)
+    return line_bits // (2 if reads_views(config, controllers) else 4)
+
+
+def read_lines(n, policy, config=None, workers=8):
+    """Response lines one rank reads for a piece of ``n`` elements at 512 bits:
+    view lines (LINE_BITS / 2 results each) for a SIGN-format policy through
+    packed views, else lane lines (LINE_BITS / W lanes each)."""
+    if reads_views(config) and policy["format"] == Format.SIGN:
+        return -(-n // 256)
+    return -(-n // (512 // workers))
 
 
 def first_elements(order, sizes, align=512 // 4):
     """Where each parameter starts in its group's window: the bucket's
     parameters in DDP's order (``bucket.parameters()``); each run of
-    consecutive parameters of one group starts at a multiple of
-    LINE_BITS / 4 elements after the group's previous run."""
+    consecutive parameters of one group starts at a multiple of ``align``
+    elements (:func:`piece_align`) after the group's previous run."""
     runs = []
     for i in order:
         if runs and runs[-1][0] == sizes[i][0]:

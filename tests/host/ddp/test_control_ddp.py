@@ -40,7 +40,8 @@ def _check_step(values, key, step, mode):
             else:
                 order = [0, 1, 2] if step == 0 else [2, 1, 0]
                 want = oracle.expected(grads, GBINARY, 1,
-                                       first_element=oracle.first_elements(order, ranks.SIZES)[index])
+                                       first_element=oracle.first_elements(
+                                           order, ranks.SIZES, align=oracle.piece_align())[index])
                 np.testing.assert_array_equal(got, want, err_msg=f"step {step} rank {rank}")
 
 

@@ -38,7 +38,8 @@ def test_two_controllers_equal_one(eight, case):
         for a, b in zip(two["grads"][0], one["grads"][0]):
             np.testing.assert_array_equal(a, b, err_msg=f"rank {rank}")
     value = next(iter(eight.values()))["two-controllers"][case]
-    first = oracle.first_elements(value["order"][0], ranks.SIZES)
+    first = oracle.first_elements(value["order"][0], ranks.SIZES,
+                                  align=oracle.piece_align(controllers=2))
     for index, (_, n) in enumerate(ranks.SIZES):
         grads = np.stack([ranks.gradient(r, 0, index, n) for r in range(8)])
         want = oracle.expected(grads, policy, 0, first_element=first[index])
@@ -85,7 +86,8 @@ def test_two_controllers_of_one_rank(job, case):
     policy, _ = oracle.ODD_LEVEL2_CASES[case]
     values = [r.value["odd-level2"][case] for r in results]
     assert [v["workers"] for v in values] == [4, 4] and values[0]["events"] == []
-    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES)
+    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES,
+                                  align=oracle.piece_align(controllers=2))
     for index, (_, n) in enumerate(ranks.SIZES):
         grads = np.stack([ranks.gradient(r, 0, index, n) for r in range(2)])
         want = oracle.wide(grads, policy, first_element=first[index])

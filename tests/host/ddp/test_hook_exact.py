@@ -42,7 +42,7 @@ def test_aggregate_is_golden(exact, case):
     policy, config = CASES[case]
     orders = {tuple(o) for v in values for o in v[case]["order"]}
     assert len(orders) == 1
-    first = oracle.first_elements(orders.pop(), ranks.SIZES)
+    first = oracle.first_elements(orders.pop(), ranks.SIZES, align=oracle.piece_align(config))
     for index, (_, n) in enumerate(ranks.SIZES):
         grads = _rank_grads(world, index, n)
         want = oracle.expected(grads, policy, Layout(config["layout"]),
@@ -73,13 +73,14 @@ def test_pool_bytes(exact):
     w = oracle.workers_for(world)
     lanes = 512 // w
     lines = sum(-(-n // lanes) for _, n in ranks.SIZES)
-    for case, (_, config) in enumerate(CASES):
+    for case, (policy, config) in enumerate(CASES):
+        read = sum(oracle.read_lines(n, policy, config, w) for _, n in ranks.SIZES)
         for rank in range(world):
             v = values[rank][case]
             assert v["pool"] == config["pool"]
             assert v["workers"] == w
             assert v["traffic"]["pool_write"] == lines * lanes // 8
-            assert v["traffic"]["pool_read"] == lines * 64
+            assert v["traffic"]["pool_read"] == read * 64
             assert v["traffic"]["low_elements"] == sum(n for _, n in ranks.SIZES)
             gathered = (world - 1) * lines * lanes // 8 if config["pool"] == "gather" else 0
             assert v["traffic"]["gathered"] == gathered
@@ -120,7 +121,8 @@ def test_every_line_width_is_golden(job, case):
     values = [r.value["widths"][case] for r in job(2)]
     assert [v["events"] for v in values] == [[], []]
     line_bits = config["line_bits"]
-    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES, align=line_bits // 4)
+    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES,
+                                  align=oracle.piece_align(config))
     for index, (_, n) in enumerate(ranks.SIZES):
         want = oracle.expected(_rank_grads(2, index, n), policy, Layout(config["layout"]),
                                line_bits=line_bits, first_element=first[index])
@@ -141,7 +143,8 @@ def test_odd_world_is_the_majority_of_the_real_ranks(job, case):
     values = [r.value["odd"][case] for r in results]
     policy, config = oracle.ODD_CASES[case]
     assert [v["workers"] for v in values] == [8] * 3 and values[0]["events"] == []
-    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES)
+    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES,
+                                  align=oracle.piece_align(config))
     for index, (_, n) in enumerate(ranks.SIZES):
         grads = _rank_grads(3, index, n)
         want = oracle.expected(grads, policy, Layout(config["layout"]), first_element=first[index])
@@ -151,3 +154,30 @@ def test_odd_world_is_the_majority_of_the_real_ranks(job, case):
         if policy["format"] != Format.COUNT:
             np.testing.assert_array_equal(
                 want, oracle.wide(grads, policy, first_element=first[index]))
+
+
+@pytest.mark.parametrize("case", range(len(oracle.VIEW_CASES)),
+                         ids=[f"m{p['mode']}f{p['format']}g{p['gate_kind']}P{p['period']}"
+                              f"-L{c['layout']}-{c['pool']}-view{int(c['packed_view'])}"
+                              for p, c in oracle.VIEW_CASES])
+def test_packed_view_is_golden(job, case):
+    """A controller with the packed view (contract section 6): the SIGN-format
+    groups read 2 bits an element and give the golden aggregate; a rank's
+    round trip is its 1-bit segment up and the view's lines down (3 bits an
+    element at W 4 against FP32's 64), lanes for a COUNT group or without
+    the view."""
+    policy, config = oracle.VIEW_CASES[case]
+    values = [r.value["views"][case] for r in job(2)]
+    assert [v["events"] for v in values] == [[], []]
+    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES,
+                                  align=oracle.piece_align(config))
+    w = oracle.workers_for(2)
+    read = sum(oracle.read_lines(n, policy, config, w) for _, n in ranks.SIZES)
+    for index, (_, n) in enumerate(ranks.SIZES):
+        want = oracle.expected(_rank_grads(2, index, n), policy, Layout(config["layout"]),
+                               first_element=first[index])
+        for rank, v in enumerate(values):
+            np.testing.assert_array_equal(v["grads"][0][index], want,
+                                          err_msg=f"rank {rank}, parameter {index}")
+    for v in values:
+        assert v["traffic"]["pool_read"] == read * 64
