@@ -176,7 +176,9 @@ def _peer(name, n, rank, world, param):
         state = PoolFP32(n, rank, world)
         return state, lambda s, b: s.communicate(b), lambda: state.traffic, state.close
     mode, pool = name.split("-")
-    state = FabricState({"g": [param]}, {"g": mode}, FabricConfig(pool=pool))
+    # W-bit lanes read back, whether or not the full profile has the packed
+    # view: the link model charges the view's 2-bit read from these runs
+    state = FabricState({"g": [param]}, {"g": mode}, FabricConfig(pool=pool, packed_view=False))
 
     def traffic():
         t = state.last_traffic
