@@ -37,10 +37,13 @@ class GroupPolicy:
 
     ``encoding`` (:mod:`neuron_fabric.host.encoding`) is how a zero
     gradient becomes a bit: ``"negative"`` (the contract's ``g > 0``, a zero
-    votes negative), ``"abstain"`` (the writer balances an element's zeros
-    so that they do not move its SIGN lane; element-major only) or
-    ``"alternate"`` (worker ``k`` packs a zero as ``k mod 2``).  The
-    device, its CFG and the bytes moved are the same for all three.
+    votes negative), ``"alternate"`` (worker ``k`` packs a zero as ``k mod
+    2``), ``"random"`` (each worker packs a zero as a bit it draws from a
+    seed of its own) or ``"abstain"`` (the writer balances an element's
+    zeros so that they do not move its SIGN lane: it needs one writer
+    holding every worker's signs, element-major only, an upper bound no
+    distributed worker reaches).  The device, its CFG and the bytes moved
+    are the same for all four.
     """
     mode: Mode = Mode.BYPASS
     format: Format = Format.SIGN
