@@ -66,7 +66,7 @@ def run(out, jobs=2, quick=False):
     """Run :func:`configs` and write ``batch64.{md,json}`` into ``out``; return the paths."""
     single_thread_env()
     start = time.perf_counter()
-    results = experiments._run_jobs(configs(quick), jobs, "batch 64")
+    results = experiments.run_jobs(configs(quick), jobs, "batch 64")
     rows = [dict(policy=r["config"]["policy"], label=r["policy_label"],
                  encoding=r["config"]["encoding"], lr=r["config"]["lr"],
                  steps=r["config"]["steps"], test=r["test"], val=r["val"],

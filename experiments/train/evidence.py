@@ -53,11 +53,15 @@ import numpy as np
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
 from neuron_fabric.experiments import single_thread_env
+from neuron_fabric.experiments.pilots import faults, runs as pilot_runs
+from neuron_fabric.experiments.pilots.config import DEGRADATION, Degradation, LoopConfig
+from neuron_fabric.experiments.train.experiments import run_jobs
 from neuron_fabric.experiments.train.harness import RunConfig, train
 from neuron_fabric.experiments.train.models import GROUPS, NORM_REGIME
 from neuron_fabric.experiments.train.policies import AGGREGATIONS, POLICIES
 from neuron_fabric.experiments.train.report import (ABLATION_PAPER, TABLE5_PAPER,
                                                     TABLE6_ACCURACY_PAPER)
+from neuron_fabric.host.control import FP32
 from neuron_fabric.host.encoding import ABSTAIN, DEPLOYABLE
 
 __all__ = ["Arm", "HARD_ARMS", "EASY_ARMS", "LADDER", "SEEDS", "TUNE_SEED", "STEPS", "BATCHES",
@@ -205,10 +209,9 @@ def _config(task, policy, encoding, batch, seed, lr, quick):
 
 def _run_all(configs, jobs, desc):
     """Results of ``configs`` in their order (in this process for ``jobs``
-    1, else :func:`.experiments._run_jobs`' process pool)."""
-    from neuron_fabric.experiments.train.experiments import _run_jobs
+    1, else :func:`.experiments.run_jobs`' process pool)."""
     if jobs > 1:
-        return _run_jobs([asdict(c) for c in configs], jobs, desc)
+        return run_jobs([asdict(c) for c in configs], jobs, desc)
     from tqdm import tqdm  # deferred: tqdm (train extra)
     out = []
     for c in tqdm(configs, desc=desc, mininterval=1.0):
@@ -334,9 +337,6 @@ def _pilot_faults(seeds, jobs, quick):
     ``rates``, ``start`` (of the faults), ``fault_rows`` and ``noise_rows``
     (:func:`.faults.fault_rows`, each with ``vs_fp32``: the paired
     difference against always-FP32)."""
-    from neuron_fabric.experiments.pilots import faults, runs as pilot_runs
-    from neuron_fabric.experiments.pilots.config import DEGRADATION, Degradation, LoopConfig
-    from neuron_fabric.host.control import FP32
     rates, _ = pilot_runs.tune_rates(quick, jobs, progress=False)
     steps = 12 if quick else 300
     start = steps // 2

@@ -77,12 +77,12 @@ def _cost(cfg):
     return cfg["steps"] * cfg["batch"] * (50 if cfg.get("wide") else 1)
 
 
-#: Where :func:`_run_jobs` appends each finished run (one JSON a line), so
+#: Where :func:`run_jobs` appends each finished run (one JSON a line), so
 #: that an interrupted ``make train`` keeps what it finished.
 PARTIAL = None
 
 
-def _run_jobs(configs, jobs, desc):
+def run_jobs(configs, jobs, desc):
     """Run every config, costliest first (a stable order: ties keep the
     plan's); results in the order given.  Each run is single-threaded and
     deterministic, so the order only changes the wall time.  Each finished
@@ -194,7 +194,7 @@ def tune(jobs, quick, experiments=EXPERIMENTS, select=True, recorded=()):
         plan_ = _tuning_jobs(experiments, selected, needed, rates, split_phase, quick)
         if not plan_:
             continue
-        results = _run_jobs([cfg for *_, cfg in plan_], jobs,
+        results = run_jobs([cfg for *_, cfg in plan_], jobs,
                             "learning rates" + (" (on the splits)" if split_phase else ""))
         mine = [dict(task=t, aggregation=key, policy=cfg["policy"], lr=lr, val=r["val"])
                 for (t, key, lr, cfg), r in zip(plan_, results)]
@@ -253,7 +253,7 @@ def run_all(out, jobs=2, quick=False, full=False, seeds=None, select=True):
     seeds = seeds[:1] if quick else seeds
     configs = plan(rates, seeds, quick, experiments)
     todo = [c for c in configs if run_key(c) not in tuned]
-    done = dict(zip(map(run_key, todo), _run_jobs(todo, jobs, "runs")))
+    done = dict(zip(map(run_key, todo), run_jobs(todo, jobs, "runs")))
     runs = [tuned.get(run_key(c)) or done[run_key(c)] for c in configs]
     reduced = [what for what, on in (
         (f"seeds {list(seeds)} for every experiment", seeds != default_seeds and not quick),

@@ -337,7 +337,7 @@ def test_selection_per_encoding_and_on_the_split(monkeypatch):
         best = 1 if c["encoding"] == "negative" else 3
         return 0.4 - min(abs(sign_grid.index(c["lr"]["backbone"]) - best), 1) * 0.1
     run_jobs, seen = _fake_runs(val)
-    monkeypatch.setattr(experiments, "_run_jobs", run_jobs)
+    monkeypatch.setattr(experiments, "run_jobs", run_jobs)
     rates, trials, by_key = experiments.tune(1, False, exps)
     assert rates["pairs-hard"] == {"fp32": fp32_grid[1], "gbinary": sign_grid[1],
                                    "gbinary@abstain": sign_grid[3], "gternary": sign_grid[1],
@@ -356,7 +356,7 @@ def test_recorded_rates_are_not_selected_again(monkeypatch):
                 "gternary": 3e-5, "gternary@abstain": 1e-4}
     monkeypatch.setitem(policies.TUNED_LR, "pairs-hard", recorded)
     run_jobs, seen = _fake_runs(lambda c: 0.5)
-    monkeypatch.setattr(experiments, "_run_jobs", run_jobs)
+    monkeypatch.setattr(experiments, "run_jobs", run_jobs)
     hard = {k: e for k, e in experiments.EXPERIMENTS.items() if e.task == "pairs-hard"}
     rates, trials, by_key = experiments.tune(1, False, hard, recorded=("pairs-hard",))
     assert rates == {"pairs-hard": recorded} and not seen and not trials and not by_key
