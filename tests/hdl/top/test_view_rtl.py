@@ -284,9 +284,13 @@ def _run_view_bench(params, simulator, seed, **bench):
                       params=dict(params.__dict__, seed=seed, **bench))
 
 
+@pytest.mark.long
 def test_exported_view_verilator(view_profile):
     """The exported small top (64 bits, W 4) on Verilator against the device
-    model: a few hundred reads of views, plain regions and DEFAULT_CFG."""
+    model: a few hundred reads of views, plain regions and DEFAULT_CFG.
+    (make test-long while no exported build has the view: the bench then
+    compiles a top of its own, minutes on 2 cores; it rejoins make test
+    when the view is built and the benches' top is shared.)"""
     assert _run_view_bench(SMALL_TOP, "verilator", seed=3, configs=3, batches=3) == 1
 
 
