@@ -10,11 +10,14 @@ the split the paper's layer-aware admission works on (Table 5 and 6):
 * head: the dense classifier, ``hidden`` features -> classes (weights and
   biases).
 
-With ``norm`` (:data:`NORM_REGIME`) each hidden layer but the last is
-normalised before its ReLU: group normalisation (:data:`NORM_GROUPS`
-groups, a scale and a shift per feature, in the backbone) after each
-convolution and after the wide dense layer, as a convolutional network
-with normalisation layers has it.
+With ``norm`` (:data:`NORM_REGIME`) every hidden layer is normalised
+before its ReLU: group normalisation (:data:`NORM_GROUPS` groups, a scale
+and a shift per feature, in the backbone) after each convolution, after
+the wide dense layer and after the dense layer the head reads, as a
+ResNet has it (its head reads the ReLU of a batch normalisation).  The
+head's input needs it most: left un-normalised, the first steps of
+plain SGD shrink its few features to zero (ReLUs that never fire again)
+and the loss stays at ln(classes).
 """
 
 import jax
@@ -35,9 +38,9 @@ HIDDEN = 64
 #: is 48 x 100 + 100 = 4,900 of them (0.45%).
 PAPER_REGIME = dict(channels=(16, 32), hidden=48, wide=1024)
 #: The normalised regime of ``make evidence``: group normalisation after
-#: both convolutions and the wide layer, half :data:`PAPER_REGIME`'s wide
+#: every hidden layer, half :data:`PAPER_REGIME`'s wide
 #: layer (a step costs about half), and a head of 24 x 100 + 100 = 2,500
-#: of 545,532 parameters on the 100-class task (0.46%, ResNet-18's share).
+#: of 545,580 parameters on the 100-class task (0.46%, ResNet-18's share).
 NORM_REGIME = dict(channels=(16, 32), hidden=24, wide=512, norm=True)
 #: Groups of the group normalisation.
 NORM_GROUPS = 4
@@ -54,7 +57,9 @@ def init(seed, image_shape, classes, channels=CHANNELS, hidden=HIDDEN, wide=0, n
     numpy from ``seed`` (no JAX random kernels to compile); ``wide`` > 0
     adds a dense layer of that many features before the ``hidden`` one;
     ``norm`` a scale (1) and a shift (0) per feature of each normalised
-    layer."""
+    layer, and a head that starts at zero (every class equally likely: a
+    random head's first gradients mostly shrink the features it reads,
+    and the loss sits near ln(classes) for many steps)."""
     c1, c2 = channels
     h, w = image_shape
     flat = ((h + 1) // 2) * ((w + 1) // 2) * c2
@@ -70,13 +75,16 @@ def init(seed, image_shape, classes, channels=CHANNELS, hidden=HIDDEN, wide=0, n
         backbone.update(wide_w=_he(rng, (flat, wide), flat), wide_b=zeros(wide))
         flat = wide
     if norm:
-        for name, n in (("conv1", c1), ("conv2", c2)) + ((("wide", wide),) if wide else ()):
+        for name, n in (("conv1", c1), ("conv2", c2)) + ((("wide", wide),) if wide else ()) \
+                + (("dense", hidden),):
             backbone.update({f"{name}_scale": np.ones(n, np.float32), f"{name}_shift": zeros(n)})
     backbone.update(dense_w=_he(rng, (flat, hidden), flat), dense_b=zeros(hidden))
+    head_w = np.zeros((hidden, classes), np.float32) if norm else \
+        (rng.standard_normal((hidden, classes)) / np.sqrt(hidden)).astype(np.float32)
     tree = {
         "backbone": backbone,
         "head": {
-            "w": (rng.standard_normal((hidden, classes)) / np.sqrt(hidden)).astype(np.float32),
+            "w": head_w,
             "b": zeros(classes),
         },
     }
@@ -114,7 +122,7 @@ def apply(params, x):
     x = x.reshape(x.shape[0], -1)
     if "wide_w" in b:
         x = _activate(b, "wide", x @ b["wide_w"] + b["wide_b"])
-    x = jax.nn.relu(x @ b["dense_w"] + b["dense_b"])
+    x = _activate(b, "dense", x @ b["dense_w"] + b["dense_b"])
     return x @ params["head"]["w"] + params["head"]["b"]
 
 

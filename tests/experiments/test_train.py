@@ -86,7 +86,45 @@ def test_the_norm_regime_head_is_resnet18s_share():
     sizes = models.group_sizes(params)
     assert sizes["head"] == 24 * 100 + 100
     assert 0.0044 < sizes["head"] / sum(sizes.values()) < 0.0048     # ResNet-18: 0.46%
-    assert {"conv1_scale", "conv2_shift", "wide_scale"} <= set(params["backbone"])
+    assert {"conv1_scale", "conv2_shift", "wide_scale", "dense_scale"} <= set(params["backbone"])
+
+
+def test_the_norm_regime_starts_with_every_class_equally_likely():
+    task = tasks.load_task("pairs-hard", 0)
+    params = models.init(0, task.image_shape, task.classes, **models.NORM_REGIME)
+    x, y = task.x_val[:64], task.y_val[:64]
+    assert float(models.loss(params, x, y)) == pytest.approx(np.log(100), abs=1e-6)
+
+
+def _head_features(params, x):
+    """The features the head reads: its input, found as the gradient of
+    the logits' sum with respect to the head's weights (w's row i sums
+    feature i over the batch)."""
+    grad = jax.grad(lambda w: models.apply({**params, "head": {**params["head"], "w": w}},
+                                           x).sum())(params["head"]["w"])
+    return np.asarray(grad[:, 0])
+
+
+def test_the_features_the_head_reads_survive_the_first_steps():
+    # A un-normalised layer before the head lost every feature to ReLUs
+    # that never fire again within 20 FP32 steps on pairs-hard (the loss
+    # then stays at ln 100 whatever the rate).
+    task = tasks.load_task("pairs-hard", 0)
+    model = models.NORM_REGIME
+    worker_grads, update, init = harness.step_functions(
+        task.image_shape, task.classes, model["channels"], model["hidden"], model["wide"],
+        model["norm"])
+    params = models.init(0, task.image_shape, task.classes, **model)
+    state = init(params)
+    batches = harness.batch_indices(len(task.y_train), 8 * 16, 0)
+    for _ in range(20):
+        idx = next(batches)
+        _, grads = worker_grads(params, task.x_train[idx].reshape(8, 16, 8, 16),
+                                task.y_train[idx].reshape(8, 16))
+        params, state = update(params, state, {g: v.mean(axis=0) for g, v in grads.items()},
+                               {g: np.float32(0.1) for g in models.GROUPS})
+    alive = _head_features(params, task.x_val[:256]) > 0
+    assert alive.mean() > 0.5
 
 
 def test_a_scale_free_group_steps_by_its_rate_whatever_the_gradient_scale():
