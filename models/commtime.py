@@ -22,8 +22,9 @@ Assumptions (each a named parameter of :class:`CommParams`):
   it).  Aggregation happens at one point (single hop), so the payload
   does not widen on the way.
 * What the contract's read returns, G-Binary beside the paper's 1-bit
-  read: today a W-bit lane per element (``W`` of :func:`controller_workers`
-  for ``gpus`` workers: a 1-bit write and a W-bit read), and the packed
+  read: today a W-bit lane per element (``W`` of one controller for
+  ``gpus`` workers, the DDP hook's rule: :func:`controller_workers`, from
+  :mod:`neuron_fabric.host.ddp.split`; a 1-bit write and a W-bit read), and the packed
   result view (contract section 6: a 1-bit write and a 2-bit read).  Our
   G-Ternary writes and reads what G-Binary does.
 * Low-bit ring (multi-hop, as in DynamiQ's setting): partial sign counts
@@ -37,7 +38,7 @@ training-step speedups.  Encoding cost on the GPU is not counted.
 import math
 from dataclasses import dataclass
 
-from neuron_fabric.contract.facts import WORKERS_CHOICES
+from neuron_fabric.host.ddp.split import controller_workers
 from neuron_fabric.models.traffic import BITS_PER_ELEMENT
 
 from neuron_fabric.models.envelope.params import GiB
@@ -62,16 +63,6 @@ class CommParams:
     net_gb_s: float = 50.0          # per-GPU network bandwidth, GB/s (400 Gb/s)
     ring_step_us: float = 5.0       # per-step latency of a ring collective
     cxl_gib_s: float = 128.0        # per-GPU CXL link bandwidth (paper default)
-
-
-def controller_workers(ranks):
-    """W of a controller for ``ranks`` workers: the smallest allowed W at
-    least ``ranks`` with ``W - ranks`` even (the spare slots cancel in pairs,
-    as the DDP hook fills them)."""
-    w = next((w for w in WORKERS_CHOICES if w >= ranks and (w - ranks) % 2 == 0), None)
-    if w is None:
-        raise ValueError(f"{ranks} workers: no W in {WORKERS_CHOICES} holds them")
-    return w
 
 
 def allreduce_times_ms(params, exposure_pct, cp=CommParams(), bits=BITS_PER_ELEMENT):

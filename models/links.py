@@ -36,8 +36,9 @@ are not counted: this is the wire and the controller, nothing else.
 import math
 from dataclasses import dataclass
 
-from neuron_fabric.contract.facts import COUNT_LANE_BITS, WORKERS_CHOICES
-from neuron_fabric.models.commtime import PACKED_VIEW_BITS, CommParams, controller_workers
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, WORKERS_CHOICES, count_geometry
+from neuron_fabric.host.ddp.split import plan_controllers
+from neuron_fabric.models.commtime import PACKED_VIEW_BITS, CommParams
 from neuron_fabric.models.envelope.params import ANCHOR
 
 __all__ = ["Links", "PEERS", "peer_bytes", "comm_time_s", "winners"]
@@ -123,8 +124,9 @@ def peer_bytes(peer, elements, n_workers, controllers=1, line_bytes=64):
 
 def _low_bit(out, peer, n, big_n, controllers, line_bytes):
     r = big_n // controllers
-    w = controller_workers(r)
     line_bits = 8 * line_bytes
+    split = plan_controllers(big_n, line_bits, ranks_per_controller=r)   # the hook's
+    w = split.workers
     lines = -(-n // (line_bits // w))            # level-1 source lines
     read_bits = {"gbinary-packed": PACKED_VIEW_BITS, "gbinary-paper": 1}.get(peer)
     packed = lambda: -(-n * read_bits // line_bits) * line_bytes
@@ -141,7 +143,7 @@ def _low_bit(out, peer, n, big_n, controllers, line_bytes):
     else:
         out["phases"] = [(write, r * lines), (read, r * read_lines)]
     if controllers > 1:
-        count_bits = 4 if w <= 15 and controllers <= 8 else 8
+        count_bits, _ = count_geometry(split.operand)
         lines2 = -(-n // (line_bits // COUNT_LANE_BITS))
         read2 = lines2 * line_bytes if read_bits is None else packed()
         write2 = lines2 * line_bytes * count_bits / COUNT_LANE_BITS

@@ -1,8 +1,8 @@
 """The DDP hook's configuration and what it reports (see :mod:`.hook`).
 
 :class:`FabricConfig` (the options of :class:`~.hook.FabricState`) and the
-checks of its arguments: :func:`controller_workers` (W of a controller for R
-ranks) and :func:`policy_of` (a group's policy from a mode name).  The values
+checks of its arguments (:func:`policy_of`: a group's policy from a mode
+name; how the ranks share controllers is :mod:`.split`'s).  The values
 the hook hands its caller: :class:`Event` (a mode change), :class:`StepTraffic`
 (one rank's bytes of one step) and :class:`RankLostError` (a failed
 collective).  No torch here: the options can be built and checked without it.
@@ -11,16 +11,10 @@ collective).  No torch here: the options can be built and checked without it.
 from dataclasses import dataclass
 
 from neuron_fabric.host.control import MODE_POLICY
-from neuron_fabric.contract.facts import LINE_BITS_CHOICES, WORKERS_CHOICES, Layout
+from neuron_fabric.contract.facts import LINE_BITS_CHOICES, Layout
 from neuron_fabric.host.runtime import GroupPolicy
 
-__all__ = ["MAX_RANKS_PER_CONTROLLER", "RankLostError", "Event", "StepTraffic",
-           "controller_slots", "controller_workers", "split_ranks", "check_line_bits",
-           "policy_of", "FabricConfig"]
-
-#: Largest ranks per controller (W = 16, contract section 1).
-MAX_RANKS_PER_CONTROLLER = 16
-
+__all__ = ["RankLostError", "Event", "StepTraffic", "policy_of", "FabricConfig"]
 
 class RankLostError(RuntimeError):
     """A collective of the hook failed or timed out: names the ranks that did
@@ -69,53 +63,6 @@ class StepTraffic:
         return 8 * (self.fp32_elements + self.low_elements)
 
 
-def controller_slots(ranks):
-    """``(W, copies)`` of a controller for ``ranks`` ranks: each rank writes its
-    signs into ``copies`` worker slots (1 for an even number of ranks, 2 for
-    an odd one), and W is the smallest of 4, 8, 16 that holds the
-    ``copies * ranks`` slots; the ``W - copies * ranks`` spare slots (an even
-    number) cancel in pairs.  With two copies every vote counts twice
-    (``c' = 2c + pairs``, ``a' = 2a``): the majority is the ranks' own, so
-    1, 3, 5 and 7 ranks a controller are served (an odd count of 9 to 15
-    is not: 2R > 16)."""
-    if not 1 <= ranks <= MAX_RANKS_PER_CONTROLLER:
-        raise ValueError(f"a controller takes 1..{MAX_RANKS_PER_CONTROLLER} ranks, not {ranks}")
-    copies = 1 if ranks % 2 == 0 else 2
-    for w in WORKERS_CHOICES:
-        if w >= copies * ranks:
-            return w, copies
-    raise ValueError(f"{ranks} ranks a controller: an odd count needs 2 x {ranks} worker "
-                     f"slots, more than W={WORKERS_CHOICES[-1]}; use ranks_per_controller "
-                     f"of at most 8 or an even number")
-
-
-def controller_workers(ranks):
-    """W of a controller for ``ranks`` ranks (:func:`controller_slots`)."""
-    return controller_slots(ranks)[0]
-
-
-def split_ranks(world):
-    """Ranks a controller for a job of ``world`` ranks when the config does not
-    say: the largest divisor of ``world`` that one controller serves
-    (:func:`controller_slots`: at most 16, an odd one at most 7), so that
-    past 16 ranks (or at 9, 11, ... when a divisor serves) the job splits
-    into equal controllers on its own."""
-    return next(r for r in range(min(world, MAX_RANKS_PER_CONTROLLER), 0, -1)
-                if world % r == 0 and (r % 2 == 0 or 2 * r <= WORKERS_CHOICES[-1]))
-
-
-def check_line_bits(line_bits, ranks, workers):
-    """Raise ``ValueError`` naming ``FabricConfig.line_bits`` unless a rank's
-    segment of a sign line, ``E / 8 = LINE_BITS / W / 8`` bytes, is whole
-    bytes (what its MemWrPtl carries): every width serves W = 4 and 8, and
-    W = 16 (9 to 16 ranks a controller) needs 128 bits or more."""
-    if line_bits // workers < 8:
-        raise ValueError(f"FabricConfig.line_bits={line_bits} cannot serve {ranks} ranks a "
-                         f"controller (W={workers}): a rank's segment of a line would be "
-                         f"{line_bits // workers} bits, less than a byte; use line_bits >= "
-                         f"{8 * workers} or ranks_per_controller <= 8")
-
-
 def policy_of(mode):
     """A group's :class:`GroupPolicy` from a mode name (``"fp32"``,
     ``"gbinary"``, ``"gternary"``: the control plane's) or a policy."""
@@ -135,11 +82,14 @@ class FabricConfig:
     line_bits : int
         The controllers' LINE_BITS: 64, 128, 256, 512 or 1024, whatever
         the sizes of the groups and buckets (at 64 bits, at most 8 ranks a
-        controller: :func:`check_line_bits`).
-    ranks_per_controller : int or None
-        R; when None, the largest divisor of the world size one controller
-        serves (:func:`split_ranks`: the world size itself up to 16, or 7
-        and below when it is odd).  The world size must be a multiple of R.
+        controller: :func:`.split.check_line_bits`).
+    ranks_per_controller : int, tuple of int or None
+        How the ranks share controllers (:func:`.split.plan_controllers`).  None:
+        the fewest controllers that serve the world size, their sizes
+        differing by at most one rank (one controller up to 16 ranks, an
+        odd number up to 7; 11 ranks are 6 + 5).  An int R: equal
+        controllers of R ranks (the world size a multiple of R).  A tuple:
+        each controller's ranks, in rank order, summing to the world size.
     layout : Layout
         How sign lines are written: WORKER_MAJOR (each rank its own
         segment, what a shared pool needs) or ELEMENT_MAJOR (the lines
@@ -208,3 +158,10 @@ class FabricConfig:
             raise ValueError(f"pool must be 'auto', 'shm' or 'gather', not {self.pool!r}")
         if self.layout not in tuple(Layout):
             raise ValueError(f"layout must be a Layout, not {self.layout!r}")
+        r = self.ranks_per_controller
+        if r is not None and not isinstance(r, int):
+            object.__setattr__(self, "ranks_per_controller", r := tuple(r))
+        sizes = () if r is None else (r,) if isinstance(r, int) else r
+        if not all(isinstance(k, int) and k >= 1 for k in sizes) or r == ():
+            raise ValueError(f"FabricConfig.ranks_per_controller must be None, a positive int "
+                             f"or a tuple of them, not {r!r}")

@@ -3,11 +3,13 @@ NEURON-Fabric: the hook's state (:class:`FabricState`) and the hook
 (:func:`fabric_hook`), as PyTorch's own ``powerSGD_hook`` holds its state
 and hook together.
 
-Each rank of the job is one worker of one controller: ranks ``c*R .. c*R +
-R - 1`` share controller ``c`` (``R`` ranks a controller, at most 16).  For
-every DDP bucket the hook splits the bucket by parameter group
-(``bucket.parameters()``); each group has a window of the controller's
-memory and, on a low-bit path, a region of its region table.  The state
+Each rank of the job is one worker of one controller: controller ``c``
+serves ranks ``split.first(c) ..`` (:func:`.split.plan_controllers`: one
+controller up to 16 ranks, else the fewest controllers that serve the job,
+of sizes differing by at most one; at most 8).  For every DDP bucket the
+hook splits the bucket by parameter group (``bucket.parameters()``); each
+group has a window of the controller's memory and, on a low-bit path, a
+region of its region table.  The state
 owns two objects for that:
 
 * its :class:`~.replica.Replicas`: this rank's models of its controller
@@ -40,14 +42,16 @@ FP32 groups are averaged by an all-reduce over every rank (``allreduce_hook``
 when the whole bucket is FP32).
 
 Any number of ranks: each rank writes its signs into one worker slot (an
-even R) or two (an odd R, so that every vote counts twice), W is the
-smallest of 4, 8, 16 that holds them (:func:`.config.controller_slots`),
-and the spare slots, an even number, are written once as cancelling
-pairs, one all-positive and one all-non-positive: every vote margin is the
-R ranks' own, doubled with two copies (the direction divides by the slots
-that vote, a MARGIN gate's threshold is doubled to match).  Without
-``ranks_per_controller`` the job splits into equal controllers of the
-largest size one controller serves (:func:`.config.split_ranks`).
+even world size) or two (an odd one, so that every vote counts twice and
+every total of votes is even), W is the smallest of 4, 8, 16 that holds a
+controller's slots, and the spare slots never vote: with one controller
+they are written once as cancelling pairs, one all-positive and one
+all-non-positive (every margin is the ranks' own, doubled with two copies;
+the direction takes the pairs off a COUNT); with several they hold 0, so
+each level-1 COUNT read is exactly ``copies`` times the controller's count
+of positive ranks, and the level-2 region counts ``copies * world`` votes.
+The direction divides by those votes and a MARGIN gate's threshold is
+multiplied by ``copies`` to match.
 
 The options, and what the hook reports, are in :mod:`.config` (torch-free).
 """
@@ -65,11 +69,11 @@ from neuron_fabric.contract.facts import (COUNT_LANE_BITS, PROFILES, Format, Lay
 from neuron_fabric.host import golden
 from neuron_fabric.host.control import FP32 as FP32_MODE, MODE_POLICY
 from neuron_fabric.host.ddp.config import (Event, FabricConfig, RankLostError, StepTraffic,
-                                           check_line_bits, controller_slots,
-                                           controller_workers, policy_of, split_ranks)
+                                           policy_of)
 from neuron_fabric.host.ddp.pack import pack_counts, pack_signs
 from neuron_fabric.host.ddp.pool import Pools, Window
 from neuron_fabric.host.ddp.replica import Replicas, run_untimed
+from neuron_fabric.host.ddp.split import controller_workers, plan_controllers
 from neuron_fabric.host.runtime import FP32, engine
 
 __all__ = ["FabricConfig", "FabricState", "fabric_hook", "RankLostError", "Event",
@@ -128,6 +132,11 @@ class FabricState:
     hook_s, hook_cpu_s : float
         Seconds spent in the hook this step, wall and this thread's CPU
         (``last_hook_s``, ``last_hook_cpu_s``: the last step's).
+    split : ControllerSplit
+        How the job's ranks share controllers (``split.sizes``, ``W``,
+        ``copies``); ``workers``, ``copies``, ``controllers``,
+        ``controller`` and ``local`` (this rank's controller and its index
+        there) repeat it.
     replicas : Replicas
         This rank's models of its controllers.
     pools : Pools
@@ -163,15 +172,10 @@ class FabricState:
         self.world = dist.get_world_size(self.group)
         self.rank = dist.get_rank(self.group)
         self.store = store
-        r = c.ranks_per_controller or split_ranks(self.world)
-        if self.world % r:
-            raise ValueError(f"{self.world} ranks do not split into controllers of {r}")
-        self.ranks_per_controller = r
-        self.controllers = self.world // r
-        self.controller, self.local = divmod(self.rank, r)
-        self.workers, self.copies = controller_slots(r)
-        check_line_bits(c.line_bits, r, self.workers)
-        self.pad_pairs = (self.workers - self.copies * r) // 2
+        self.split = split = plan_controllers(self.world, c.line_bits, c.ranks_per_controller)
+        self.controllers = split.controllers
+        self.controller, self.local = split.locate(self.rank)
+        self.workers, self.copies = split.workers, split.copies
         groups = {name: list(params) for name, params in groups.items()}
         if tuple(groups) != self.groups:
             raise ValueError(f"groups must be {list(self.groups)}, not {list(groups)}")
@@ -198,15 +202,11 @@ class FabricState:
         capacity = {g: max(self._align, sum(-(-n // self._align) * self._align for n in sizes))
                     for g, sizes in self.group_sizes.items()}
         self.group_elements = {g: sum(sizes) for g, sizes in self.group_sizes.items()}
-        self.replicas = rep = Replicas(capacity, c.line_bits, self.workers, self.controllers,
+        self.replicas = rep = Replicas(capacity, c.line_bits, split,
                                        max(c.regions, len(self.groups)), c.layout,
                                        view=self._views)
         self.regions = rep.regions
-        fill, used = {}, self.copies * r
-        for i in range(self.pad_pairs):
-            fill[used + 2 * i], fill[used + 2 * i + 1] = 0xFF, 0x00
-        self.pools = Pools(self.group, r, self.controllers, self.workers, fill, c.pool,
-                           copies=self.copies,
+        self.pools = Pools(self.group, split, split.fill(), c.pool,
                            line_bytes=c.line_bits // 8, size1=rep.size1, size2=rep.size2,
                            windows1=[Window(w.base, w.lines) for w in rep.windows1.values()],
                            contributors=count_geometry(rep.operand)[1] if rep.operand else 0)
@@ -561,7 +561,7 @@ class FabricState:
     def _low_bit(self, buf, low):
         """Aggregate the low-bit pieces; ``{id(piece): direction}``, or None
         when a rank reported a fault (every rank then takes FP32)."""
-        r, pools = self.ranks_per_controller, self.pools
+        pools = self.pools
         flags = torch.zeros(1 + len(low), dtype=torch.float64)
         if self.pending_fault is not None:
             flags[0] = 1
@@ -586,7 +586,7 @@ class FabricState:
             return self._fallback()
         if self.controllers == 1:
             return {id(p): self._finish(p, self._read_level1(p, window, np.float32),
-                                        self.copies * r, self.pad_pairs, flags[1 + i])
+                                        self.split.pad_pairs, flags[1 + i])
                     for i, (p, window) in enumerate(plan)}
         counts = [(i, p, self._read_level1(p, window, np.int32))
                   for i, (p, window) in enumerate(plan)]
@@ -595,9 +595,7 @@ class FabricState:
             [1.0 if self.pending_fault else 0.0], dtype=torch.float64))
         if check[0]:
             return self._fallback()
-        return {id(p): self._finish(p, self._read_level2(p, window),
-                                    self.controllers * self.copies * r,
-                                    self.controllers * self.pad_pairs, flags[1 + i])
+        return {id(p): self._finish(p, self._read_level2(p, window), 0, flags[1 + i])
                 for (i, p, _), window in zip(counts, windows2)}
 
     def _read(self, port, window, lines, n, lane_bits, fmt, dtype, view=None):
@@ -662,9 +660,12 @@ class FabricState:
         return self._read(self.replicas.port2, window, lines, p.n, COUNT_LANE_BITS,
                           self.regions.policies[p.group].format, np.float32)
 
-    def _finish(self, p, values, voters, pads, mean_abs):
+    def _finish(self, p, values, pads, mean_abs):
+        """The direction of piece ``p`` from the values read: every one of the
+        ``copies * world`` voting slots counted, the ``pads`` positive
+        slots of the cancelling pairs taken off a COUNT."""
         d = torch.from_numpy(engine.direction(values, self.regions.policies[p.group].format,
-                                              voters, pads))
+                                              self.split.total, pads))
         if self.config.scale:
             d = d * float(mean_abs / self.world)
         return d

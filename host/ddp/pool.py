@@ -144,18 +144,20 @@ class GatherPool(_Pool):
     Parameters
     ----------
     group : ProcessGroup
-        The members' process group, member ``k`` being the group's rank ``k``
-        for ``k < members``.
+        The members' process group, member ``k`` being the group's rank ``k``.
     members : int
-        Members; member ``k`` owns slots ``k*copies .. (k+1)*copies - 1``
-        (the same segment in each); the other slots hold ``fill``.
+        Members of ``group``.
+    owner : dict of int to list of int, optional
+        The slots each member's segment goes to (the same segment in each);
+        by default member ``k`` owns slot ``k``.  A member that owns none
+        still takes part in the all-gather.  The other slots hold ``fill``.
     """
 
-    def __init__(self, group, members, line_bytes, slots, fill=None, copies=1):
+    def __init__(self, group, members, line_bytes, slots, fill=None, owner=None):
         super().__init__(line_bytes, slots, fill)
         self.group = group
         self.members = members
-        self.copies = copies
+        self.owner = owner or {k: [k] for k in range(members)}
         self._mine = {}
         self.sent = 0
 
@@ -178,7 +180,7 @@ class GatherPool(_Pool):
         self.sent += (self.members - 1) * seg.numel()
         out = self._filled(window.lines)
         for k, part in enumerate(parts):
-            for slot in range(k * self.copies, (k + 1) * self.copies):
+            for slot in self.owner.get(k, ()):
                 out[:, slot * self.seg:(slot + 1) * self.seg] = part.numpy()
         return out
 
@@ -195,12 +197,11 @@ class Pools:
     Parameters
     ----------
     group : ProcessGroup
-        The job's ranks; rank ``c*R + i`` is worker ``i`` of controller ``c``.
-    ranks_per_controller, controllers, workers : int
-        R, the controllers, W.
-    copies : int
-        Worker slots each rank writes (2 for an odd R; ``W - copies * R``
-        spare slots).
+        The job's ranks, in the order of ``split``: local rank ``i`` of
+        controller ``c`` is the job's rank ``split.first(c) + i``.
+    split : ControllerSplit
+        How the ranks share controllers (:func:`.split.plan_controllers`):
+        local rank ``i`` owns worker slots ``i*copies .. (i+1)*copies - 1``.
     fill : dict of int to int
         The constant byte of each spare worker slot.
     kind : str
@@ -211,14 +212,20 @@ class Pools:
         The level-1 windows, whose spare slots the creator fills.
     contributors : int
         Slots of a level-2 count line (the operand's N).
+
+    Across hosts, the level-2 counts of equal controllers are all-gathered
+    among the ranks of one local index (every rank of a controller holds its
+    counts); with unequal controllers some local indices are missing from
+    the smaller ones, so the whole job gathers and each controller's slot
+    takes its first rank's segment.
     """
 
-    def __init__(self, group, ranks_per_controller, controllers, workers, fill, kind, *,
-                 copies, line_bytes, size1, size2, windows1, contributors):
-        r = ranks_per_controller
+    def __init__(self, group, split, fill, kind, *, line_bytes, size1, size2, windows1,
+                 contributors):
         world = dist.get_world_size(group)
         rank = dist.get_rank(group)
-        controller, local = divmod(rank, r)
+        controller, local = split.locate(rank)
+        copies, workers, controllers = split.copies, split.workers, split.controllers
         if kind == "auto":
             names = [None] * world
             dist.all_gather_object(names, socket.gethostname(), group=group)
@@ -229,16 +236,19 @@ class Pools:
             else list(range(world))
         if kind == "gather":
             # Every rank takes part in creating every subgroup, in the same order.
-            if controllers > 1:
-                members = [dist.new_group([ranks[k * r + i] for i in range(r)])
-                           for k in range(controllers)]
-                peers = [dist.new_group([ranks[k * r + i] for k in range(controllers)])
-                         for i in range(r)]
-                self.level1 = GatherPool(members[controller], r, line_bytes, workers, fill,
-                                         copies)
+            members = [dist.new_group(ranks[split.first(k):split.first(k) + size])
+                       for k, size in enumerate(split.sizes)] if controllers > 1 else [group]
+            size = split.sizes[controller]
+            self.level1 = GatherPool(members[controller], size, line_bytes, workers, fill,
+                                     {k: list(range(k * copies, (k + 1) * copies))
+                                      for k in range(size)})
+            if controllers > 1 and split.equal:
+                peers = [dist.new_group([ranks[split.first(k) + i] for k in range(controllers)])
+                         for i in range(split.sizes[0])]
                 self.level2 = GatherPool(peers[local], controllers, line_bytes, contributors)
-            else:
-                self.level1 = GatherPool(group, r, line_bytes, workers, fill, copies)
+            elif controllers > 1:
+                self.level2 = GatherPool(group, world, line_bytes, contributors,
+                                         owner={split.first(k): [k] for k in range(controllers)})
             return
         box = [[ShmPool.new_name() for _ in range(controllers + 1)] if rank == 0 else None]
         dist.broadcast_object_list(box, src=ranks[0], group=group)

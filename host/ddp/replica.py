@@ -15,9 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from neuron_fabric.contract.facts import (PROFILES, Format, Layout, Mode, Operand, Profile, TopParams,
-                                          count_geometry, view_beats)
-from neuron_fabric.contract.regmap import count_total_max
+from neuron_fabric.contract.facts import (PROFILES, Format, Layout, Mode, Profile, TopParams,
+                                          view_beats)
 from neuron_fabric.host.device import Device, read_response
 from neuron_fabric.host.golden import pack_view
 from neuron_fabric.host.driver import Driver
@@ -162,9 +161,12 @@ class Replicas:
     ----------
     capacity : dict of str to int
         Each group's window size in elements (whole lines of every W).
-    line_bits, workers, controllers, regions : int
-        The controllers' LINE_BITS and W, how many there are, and the
-        regions of each region table.
+    line_bits, regions : int
+        The controllers' LINE_BITS and the regions of each region table.
+    split : ControllerSplit
+        How the job's ranks share controllers (:func:`.split.plan_controllers`):
+        W of every controller, and with several the level-2 count operand
+        and the votes a level-2 read counts.
     layout : Layout
         The layout of the sign lines the ranks write.
     view : bool
@@ -188,11 +190,12 @@ class Replicas:
         view).
     operand, total
         The level-2 count operand and the votes a level-2 read counts
-        (W with one controller).
+        (None and W with one controller).
     regions : RegionTable
     """
 
-    def __init__(self, capacity, line_bits, workers, controllers, regions, layout, view=True):
+    def __init__(self, capacity, line_bits, split, regions, layout, view=True):
+        workers = split.workers
         params1 = TopParams(line_bits=line_bits, workers=workers, regions=regions)
         full = PROFILES[params1.profile]
         profile1 = full
@@ -210,9 +213,8 @@ class Replicas:
         self.port2 = self.driver2 = None
         self.windows2, self.size2 = {}, 0
         self.operand, self.total = None, workers
-        if controllers > 1:
-            self.operand = _level2_operand(controllers, workers)
-            self.total = controllers * workers
+        if split.controllers > 1:
+            self.operand, self.total = split.operand, split.total
             params2 = TopParams(line_bits=line_bits, workers=workers, regions=regions)
             dev2 = Device(params2)
             self.driver2 = Driver(dev2, params2)
@@ -241,15 +243,3 @@ class Replicas:
                 p.fault = None
         return faults[0] if faults else None
 
-
-def _level2_operand(controllers, workers):
-    """COUNTS4 when the level-2 line holds ``controllers`` counts of 0..W in
-    4 bits, else COUNTS8; a ValueError naming the limit past it."""
-    operand = Operand.COUNTS4 if workers <= 15 and controllers <= 8 else Operand.COUNTS8
-    _, contributors = count_geometry(operand)
-    if controllers > contributors:
-        raise ValueError(f"{controllers} controllers of W={workers}: a level-2 count line holds "
-                         f"at most {contributors} contributors ({Operand(operand).name})")
-    if controllers * workers > count_total_max(operand):
-        raise ValueError(f"total {controllers * workers} exceeds {Operand(operand).name}")
-    return operand

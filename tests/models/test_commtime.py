@@ -25,13 +25,14 @@ def test_three_read_sizes_of_one_write():
     assert ten[key] == pytest.approx(fp32_ms * 17 / 64)
 
 
-@pytest.mark.parametrize("ranks, workers", [(1, None), (2, 4), (3, None), (5, None), (7, None),
-                                            (8, 8), (9, None), (12, 16), (16, 16), (17, None)])
+@pytest.mark.parametrize("ranks, workers", [(1, 4), (2, 4), (3, 8), (5, 16), (7, 16), (8, 8),
+                                            (9, None), (12, 16), (16, 16), (17, None)])
 def test_controller_workers(ranks, workers):
-    # The smallest W of 4, 8, 16 at least R with W - R even: an odd R leaves an odd
-    # number of spare slots, which cannot cancel in pairs; above 16 no W holds R.
+    # The DDP hook's rule (host/ddp/split.py): one slot a worker for an even
+    # count, two for an odd one (so 3 take 6 slots, W 8); W the smallest of
+    # 4, 8, 16 that holds them; an odd 9 needs 18 slots, and no W holds 17.
     if workers is None:
-        with pytest.raises(ValueError, match=f"{ranks} workers"):
+        with pytest.raises(ValueError, match=f"{ranks} ranks"):
             commtime.controller_workers(ranks)
     else:
         assert commtime.controller_workers(ranks) == workers

@@ -30,12 +30,14 @@ def plans():
             ("live-checkpoint", "live_checkpoint", {}),
             ("odd-level2", "aggregate", dict(cases=oracle.ODD_LEVEL2_CASES)),
             ("views", "aggregate", dict(cases=oracle.VIEW_CASES))],
-        3: [("odd", "aggregate", dict(cases=oracle.ODD_CASES))],
+        3: [("odd", "aggregate", dict(cases=oracle.ODD_CASES)),
+            ("unequal", "aggregate", dict(cases=oracle.UNEQUAL_CASES[3]))],
         4: [("exact", "aggregate", dict(cases=CASES)),
             ("control", "control", {}),
             ("fault-write", "fault", dict(kind="write")),
             ("fault-read", "fault", dict(kind="read")),
             ("train", "train", dict(argv=TRAIN_ARGV)),
+            ("unequal", "aggregate", dict(cases=oracle.UNEQUAL_CASES[4])),
             ("stop", "stop", dict(victim=2, timeout_s=2.0, crash=False))],
         8: [("two-controllers", "aggregate",
              dict(cases=[(p, dict(c, ranks_per_controller=4)) for p, c in HIERARCHY_CASES])),
@@ -46,6 +48,8 @@ def plans():
              dict(cases=[(p, dict(c, ranks_per_controller=4, line_bits=64))
                          for p, c in HIERARCHY_CASES[:2]])),
             ("stop", "stop", dict(victim=5, timeout_s=10.0))],
+        # (make test-long: the default split of a prime world size, 6 + 5)
+        11: [("default-split", "aggregate", dict(cases=oracle.ELEVEN_CASES))],
     }
 
 

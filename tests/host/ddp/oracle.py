@@ -5,7 +5,7 @@ parameter starts in its group's window (:func:`first_elements`)."""
 
 import numpy as np
 
-from neuron_fabric.contract.facts import PROFILES, Format, GateKind, Layout, Mode
+from neuron_fabric.contract.facts import PROFILES, Format, GateKind, Layout, Mode, Operand
 from neuron_fabric.host import golden
 
 
@@ -81,6 +81,52 @@ def wide(grads, policy, line_bits=512, first_element=0):
     return (2 * v - r) / np.float32(r)
 
 
+def hierarchy(grads, sizes, policy, line_bits=512, first_element=0):
+    """The direction every rank must get for one piece when controllers of
+    ``sizes`` ranks (in rank order) combine their counts at level 2
+    (contract section 5.4), built from the contract's text alone.
+
+    Each rank votes in ``copies`` slots (2 when the world size is odd, else
+    1); a controller's spare slots hold 0, so its G-Binary COUNT read
+    (``golden.transform`` over the smallest W that holds its slots) is
+    ``copies`` times its count of positive ranks.  The controllers' counts
+    are encoded as the contributors of count lines (``golden.encode_counts``;
+    COUNTS8 up to 4 controllers, else COUNTS4: the sums are exact either
+    way) and read by ``golden.transform_counts`` with ``total = copies *
+    world`` votes, the region's mode, format and gate (a MARGIN threshold
+    times ``copies``) at the phase of the piece's count lines.  The
+    direction: SIGN as is, MARGIN a'/total, COUNT (2c' - total)/total.
+    """
+    world, n = grads.shape
+    copies = 2 if world % 2 else 1
+    counts, start = [], 0
+    for size in sizes:
+        rows = np.repeat(grads[start:start + size], copies, axis=0)
+        start += size
+        w = next(w for w in (4, 8, 16) if w >= len(rows))
+        rows = np.vstack([rows, -np.ones((w - len(rows), n), np.float32)])
+        resp = golden.transform(golden.encode_signs(rows, line_bits), w, Mode.GBINARY,
+                                Format.COUNT)
+        counts.append(golden.decode(resp, w, Format.COUNT, n))
+    assert start == world
+    operand = Operand.COUNTS8 if len(sizes) <= 4 else Operand.COUNTS4
+    lines = golden.encode_counts(np.stack(counts).astype(np.int64), line_bits, operand)
+    lanes = line_bits // 32
+    first = first_element // lanes
+    phase = golden.line_phase(np.arange(first, first + len(lines)), lanes, policy["period"])
+    total = copies * world
+    fmt = Format(policy["format"])
+    resp = golden.transform_counts(lines, operand, total, Mode(policy["mode"]), fmt,
+                                   policy["gate_kind"], policy["period"], policy["keep"],
+                                   copies * policy["threshold"], phase)
+    v = golden.decode_counts(resp, fmt, n).astype(np.float32)
+    if fmt == Format.SIGN:
+        return v
+    if fmt == Format.MARGIN:
+        return v / np.float32(total)
+    return (2 * v - total) / np.float32(total)
+
+
 def _policy(mode, fmt, gate=GateKind.PATTERN, period=3, keep=2, threshold=0):
     return dict(mode=int(mode), format=int(fmt), gate_kind=int(gate), period=period, keep=keep,
                 threshold=threshold)
@@ -120,6 +166,23 @@ ODD_CASES = [(p, dict(layout=int(layout), pool="shm")) for p in POLICIES for lay
 #: level-2 read): every policy, worker-major, both pools.
 ODD_LEVEL2_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2],
                              ranks_per_controller=1)) for i, p in enumerate(POLICIES)]
+
+#: Unequal controllers (a split the default takes at 9, 11, 13, 17 ... ranks,
+#: asked for here at 3 and 4): every policy, worker-major, both pools, and
+#: two policies element-major.  At 3 ranks (2 + 1) each rank votes twice; at
+#: 4 (3 + 1) once, the controller of 3 with a spare slot.
+UNEQUAL_CASES = {
+    world: [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2],
+                     ranks_per_controller=sizes)) for i, p in enumerate(POLICIES)] +
+    [(p, dict(layout=int(Layout.ELEMENT_MAJOR), pool="shm", ranks_per_controller=sizes))
+     for p in (POLICIES[Format.SIGN], POLICIES[6 + Format.COUNT])]
+    for world, sizes in ((3, (2, 1)), (4, (3, 1)))}
+
+#: 11 ranks split by default (6 + 5, each rank voting twice): a policy of
+#: each format and both gates, both pools.
+ELEVEN_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=pool))
+                for p in (POLICIES[Format.SIGN], POLICIES[3 + Format.COUNT],
+                          POLICIES[6 + Format.MARGIN]) for pool in ("shm", "gather")]
 
 #: A controller with the packed view (contract section 6, modelled whether or
 #: not the full profile has it) and one without: the SIGN-format policies

@@ -7,6 +7,8 @@ import pathlib
 import numpy as np
 import pytest
 
+from neuron_fabric.contract.facts import Format
+
 pytest.importorskip("torch", reason="the DDP hook needs torch (pip install -e '.[torch]')")
 
 from neuron_fabric.host.ddp.launch import load_file  # noqa: E402
@@ -77,10 +79,9 @@ def test_level2_bytes(eight):
 
 @pytest.mark.parametrize("case", range(len(oracle.ODD_LEVEL2_CASES)))
 def test_two_controllers_of_one_rank(job, case):
-    """2 controllers of 1 rank (W 4: two slots a rank, one cancelling pair
-    each), combined by the level-2 count read: the golden vote over the 2
-    ranks alone, in every format (the direction divides by the 4 slots
-    that vote and takes the 2 pairs off)."""
+    """2 controllers of 1 rank (W 4: one slot a rank, the 3 spare slots at
+    0), combined by the level-2 count read of 2 votes: the golden vote over
+    the 2 ranks alone, in every format."""
     results = job(2)
     assert all(r.ok for r in results), [(r.rank, r.error, r.stderr[-2000:]) for r in results]
     policy, _ = oracle.ODD_LEVEL2_CASES[case]
@@ -94,3 +95,47 @@ def test_two_controllers_of_one_rank(job, case):
         for rank, v in enumerate(values):
             np.testing.assert_array_equal(v["grads"][0][index], want,
                                           err_msg=f"rank {rank}, parameter {index}")
+
+
+def _check_unequal(values, policy, sizes, workers):
+    """Every rank's gradients against :func:`oracle.hierarchy` over the real
+    ranks (the contract's two levels) and, where a gated COUNT lane is not
+    involved, the golden vote over the ranks alone (``oracle.wide``)."""
+    world = sum(sizes)
+    assert [v["workers"] for v in values] == [workers] * world and values[0]["events"] == []
+    first = oracle.first_elements(values[0]["order"][0], ranks.SIZES,
+                                  align=oracle.piece_align(controllers=len(sizes)))
+    for index, (_, n) in enumerate(ranks.SIZES):
+        grads = np.stack([ranks.gradient(r, 0, index, n) for r in range(world)])
+        want = oracle.hierarchy(grads, sizes, policy, first_element=first[index])
+        for rank, v in enumerate(values):
+            np.testing.assert_array_equal(v["grads"][0][index], want,
+                                          err_msg=f"rank {rank}, parameter {index}")
+        if policy["format"] != Format.COUNT or world % 2 == 0:
+            np.testing.assert_array_equal(want, oracle.wide(grads, policy,
+                                                            first_element=first[index]))
+
+
+@pytest.mark.parametrize("world, workers", [(3, 4), (4, 4)])
+@pytest.mark.parametrize("case", range(len(oracle.UNEQUAL_CASES[3])))
+def test_unequal_controllers_are_the_majority_of_the_real_ranks(job, world, workers, case):
+    """Controllers of 2 + 1 ranks (an odd world size: two slots a rank, W 4)
+    and of 3 + 1 (one slot a rank, the controller of 3 with a spare slot
+    at 0): every rank gets the contract's two-level aggregate over the real
+    ranks, so no spare slot votes."""
+    results = job(world)
+    policy, config = oracle.UNEQUAL_CASES[world][case]
+    assert all(r.ok for r in results), [(r.rank, r.error, r.stderr[-2000:]) for r in results]
+    _check_unequal([r.value["unequal"][case] for r in results], policy,
+                   config["ranks_per_controller"], workers)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("case", range(len(oracle.ELEVEN_CASES)))
+def test_eleven_ranks_split_by_themselves(job, case):
+    """11 ranks, no ``ranks_per_controller``: 6 + 5 ranks on two controllers
+    of W 16 (two slots a rank), the level-2 count read over the 11."""
+    policy, _ = oracle.ELEVEN_CASES[case]
+    results = job(11)
+    assert all(r.ok for r in results), [(r.rank, r.error, r.stderr[-2000:]) for r in results]
+    _check_unequal([r.value["default-split"][case] for r in results], policy, (6, 5), 16)
