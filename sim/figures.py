@@ -1,13 +1,16 @@
-"""``make figures``: README's figure blocks, rewritten from the reports' JSON.
+"""``make figures``: the figure blocks of README.md and docs/*.md,
+rewritten from the reports' JSON.
 
-A figure block is the text between two markers in README.md::
+A figure block is the text between two markers in README.md or in a
+Markdown file of the docs folder beside it::
 
     <!-- figure:NAME:begin -->
     ...
     <!-- figure:NAME:end -->
 
-one block per report (:data:`FIGURES`: summary, route, envelope, bench,
-training, evidence, pilots, hierarchy, ddp, race).  Each block is rewritten from its report's
+one block per figure (:data:`FIGURES`: summary, route, envelope, bench,
+training, evidence, pilots, hierarchy, ddp, race in README; hierarchy-lanes
+in docs/hierarchy.md).  Each block is rewritten from its report's
 JSON under ``build/reports`` and states the command that makes that JSON.
 A block whose JSON is absent is left as it is, and the tool says which it
 skipped; text outside the blocks is never touched.
@@ -53,6 +56,7 @@ FIGURES = {
     "evidence": Figure(("evidence.json",), "make evidence", ex.evidence),
     "pilots": Figure(("pilots.json",), "make pilots", ex.pilots),
     "hierarchy": Figure(("hierarchy.json",), "make hierarchy", ex.hierarchy),
+    "hierarchy-lanes": Figure(("hierarchy.json",), "make hierarchy", ex.hierarchy_lanes),
     "ddp": Figure(("ddp.json",), "make ddp", ex.ddp),
     "race": Figure(("race.json",), "make race", ex.race),
 }
@@ -96,21 +100,24 @@ def update(text, reports):
 def main(argv=None):
     ap = ArgumentParser(prog="python -m neuron_fabric.sim.figures",
                         description=__doc__.splitlines()[0])
-    ap.add_argument("--readme", default=str(REPO / "README.md"), help="file to rewrite")
+    ap.add_argument("--readme", default=str(REPO / "README.md"),
+                    help="README to rewrite, with the docs/*.md beside it")
     ap.add_argument("--reports", default=str(REPORTS), help="folder of the reports' JSON")
     args = ap.parse_args(argv)
-    path = pathlib.Path(args.readme)
-    text = path.read_text()
-    opened = len(re.findall(r"<!-- figure:[\w-]+:begin -->", text))
-    new, updated, skipped = update(text, args.reports)
-    if opened != len(updated) + len(skipped):
-        ap.error(f"{path}: a figure block's begin marker has no matching end marker")
-    if new != text:
-        path.write_text(new)
-    for name in updated:
-        print(f"updated {name}")
-    for name, why in skipped.items():
-        print(f"skipped {name}: {why}")
+    readme = pathlib.Path(args.readme)
+    for path in [readme] + sorted((readme.parent / "docs").glob("*.md")):
+        text = path.read_text()
+        opened = len(re.findall(r"<!-- figure:[\w-]+:begin -->", text))
+        new, updated, skipped = update(text, args.reports)
+        if opened != len(updated) + len(skipped):
+            ap.error(f"{path}: a figure block's begin marker has no matching end marker")
+        if new != text:
+            path.write_text(new)
+        where = "" if path == readme else f" in {path.parent.name}/{path.name}"
+        for name in updated:
+            print(f"updated {name}{where}")
+        for name, why in skipped.items():
+            print(f"skipped {name}{where}: {why}")
     return 0
 
 

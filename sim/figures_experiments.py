@@ -4,9 +4,10 @@ race, each from its report's JSON."""
 
 from neuron_fabric.experiments.ddp import race_tables
 from neuron_fabric.experiments.ddp import tables as ddp_tables
+from neuron_fabric.experiments.hierarchy.tables import hardware_table
 from neuron_fabric.sim.figure_format import pm, stats, table
 
-__all__ = ["training", "pilots", "hierarchy", "ddp", "evidence", "race"]
+__all__ = ["training", "pilots", "hierarchy", "hierarchy_lanes", "ddp", "evidence", "race"]
 
 
 def training(data):
@@ -165,6 +166,15 @@ def hierarchy(data):
                   f"controllers of W {t['workers']} workers (ms; schemes as in docs/hierarchy.md):", ""]
         lines += table(["scheme"] + [f"N {n}" for n in ns], rows)
     return [x for x in lines if x is not None]
+
+
+def hierarchy_lanes(data):
+    """docs/hierarchy.md's block: which hierarchies the exact counts fit
+    (``hierarchy.json``'s ``hardware``, worked from the contract's count
+    widths; no training)."""
+    return ["Exact count widths per hop (hop 0: a worker's sign), whether every forwarded "
+            "count fits b = 4 / b = 8 bits, and the contract operand that carries each hop:",
+            ""] + hardware_table(data["hierarchy.json"]["hardware"])
 
 
 def ddp(data):

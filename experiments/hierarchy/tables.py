@@ -44,7 +44,10 @@ def _study_table(rows):
     return out
 
 
-def _hardware_table(hw):
+def hardware_table(hw):
+    """Which hierarchies the exact counts fit: per hierarchy of ``hw``
+    (``hierarchy.json``'s ``hardware``), the count widths per hop, whether
+    b = 4 and b = 8 hold them, and the contract operand of each hop."""
     return _table(["hierarchy", "K", "exact count bits per hop (0..)", "b = 4 holds",
                    "b = 8 holds", "contract operand per hop (1..)"],
                   [[f"W {w}, fan-in {f}, {h} hop(s)", w * f ** h,
@@ -132,7 +135,7 @@ def markdown(r):
              "fits b = 4 / b = 8 bits, and which contract operand carries each hop (a 32-bit "
              "count lane holds fan-in x b bits; COUNTS4 totals up to 120, COUNTS8 up to 1020).",
              ""]
-    lines += _hardware_table(r["hardware"])
+    lines += hardware_table(r["hardware"])
     s = r["setup"]
     lines += ["", "## Study: real gradients", "",
               f"The harness's CNN on `{TASK}` after a {s['real_steps']}-step FP32 run "

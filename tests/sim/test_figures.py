@@ -327,9 +327,28 @@ def test_cli(tmp_path, capsys):
     assert exc.value.code == 2
 
 
-def test_readme_has_a_block_for_every_figure():
-    text = (REPO / "README.md").read_text()
-    names = [m["name"] for m in figures.BLOCK.finditer(text)]
+def test_cli_rewrites_the_docs_beside_the_readme(tmp_path, capsys):
+    (tmp_path / "README.md").write_text(README)
+    (tmp_path / "docs").mkdir()
+    doc = tmp_path / "docs" / "hierarchy.md"
+    doc.write_text("Intro.\n\n<!-- figure:hierarchy-lanes:begin -->\nold\n"
+                   "<!-- figure:hierarchy-lanes:end -->\nTail.\n")
+    _write(tmp_path, "hierarchy.json", dict(hardware={"8-8-2": dict(
+        widths=[1, 4, 7], b4=False, b8=True, operands=["COUNTS4", None],
+        why=["", "8 × 8 bits > 32"])}))
+    assert figures.main(["--readme", str(tmp_path / "README.md"), "--reports", str(tmp_path)]) == 0
+    assert "updated hierarchy-lanes in docs/hierarchy.md" in capsys.readouterr().out
+    text = doc.read_text()
+    assert text.startswith("Intro.\n\n<!-- figure:hierarchy-lanes:begin -->\n`make hierarchy`")
+    assert text.endswith("<!-- figure:hierarchy-lanes:end -->\nTail.\n")
+    # K = 8 x 8^2 = 512; a count of 64 needs 7 bits, eight of them 56 > 32
+    assert ("| W 8, fan-in 8, 2 hop(s) | 512 | 1 / 4 / 7 | no | yes | hop 1: COUNTS4; "
+            "hop 2: none (8 × 8 bits > 32) |") in text
+
+
+def test_readme_and_docs_have_a_block_for_every_figure():
+    names = [m["name"] for path in [REPO / "README.md"] + sorted((REPO / "docs").glob("*.md"))
+             for m in figures.BLOCK.finditer(path.read_text())]
     assert sorted(names) == sorted(figures.FIGURES)
 
 
