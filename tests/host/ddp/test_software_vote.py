@@ -12,6 +12,7 @@ pytest.importorskip("torch", reason="the software vote needs torch (pip install 
 
 from neuron_fabric.contract.facts import Format, Mode  # noqa: E402
 from neuron_fabric.host import golden  # noqa: E402
+from neuron_fabric.host.ddp.launch import load_file, spawn  # noqa: E402
 from neuron_fabric.host.ddp.software_vote import majority  # noqa: E402
 
 HERE = pathlib.Path(__file__).parent
@@ -28,7 +29,6 @@ def _golden_sign(grads):
 
 @pytest.fixture(scope="module", params=[2, 4], ids=["2-ranks", "4-ranks"])
 def job(request):
-    from neuron_fabric.host.ddp.launch import spawn
     world = request.param
     results = spawn(f"{HERE / 'vote_ranks.py'}:votes", world, dict(sizes=SIZES), timeout_s=120)
     bad = [r for r in results if not r.ok]
@@ -37,10 +37,8 @@ def job(request):
 
 
 def _rank_grads(world, n):
-    import sys
-    sys.path.insert(0, str(HERE))
-    from vote_ranks import gradient
-    return np.stack([gradient(rank, n) for rank in range(world)])
+    vote_ranks = load_file(HERE / "vote_ranks.py")
+    return np.stack([vote_ranks.gradient(rank, n) for rank in range(world)])
 
 
 def test_direct_vote_is_golden(job):
