@@ -223,6 +223,15 @@ def evidence(data):
     head = sizes["head"] / (sizes["head"] + sizes["backbone"])
     interior = sum(t["interior"] for t in e["tuning"])
     zeros = ", ".join(f"{z:.1%} at {b}" for b, z in e.get("zeros", {}).items())
+    fp32 = ", ".join(f"{pm(r['fp32']['accuracy_mean'], r['fp32']['accuracy_std'])}% at {b}"
+                     for b, r in e["rows"].get("pairs-hard", {}).items() if "fp32" in r)
+    parts = e.get("parts") or []
+    wall = (f"Run in {len(parts)} parts: " + "; ".join(
+        f"batch {', '.join(map(str, q['batches']))}{' and the pilot' if q['pilots'] else ''} "
+        f"{q['wall_seconds'] / 60:.0f} min" for q in parts)
+        + f", {e['jobs']} processes each" if len(parts) > 1 else
+        f"Wall time {e['wall_seconds'] / 60:.0f} min, "
+        f"{e['jobs']} process{'es' if e['jobs'] > 1 else ''}")
     lines = [("QUICK SMOKE RUN, not results. " if e.get("quick") else "")
              + f"`pairs-hard` (100 classes) on a normalised CNN (group normalisation; head "
              f"{head:.2%} of {sizes['head'] + sizes['backbone']:,} parameters, ResNet-18's "
@@ -235,9 +244,9 @@ def evidence(data):
              "against its split), mean [95% t-interval]; \"agrees\" only where the paper's "
              "figure lies inside it. Encodings of a zero: packing (the contract's g > 0), "
              "alternate and random (worker-local), abstain (upper bound: one writer holds "
-             "every worker's signs; software majority vote with sgn(0) = 0). Exact zeros in "
-             f"the FP32 gradients: {zeros}. Wall time {e['wall_seconds'] / 60:.0f} min, "
-             f"{e['jobs']} process{'es' if e['jobs'] > 1 else ''}:", ""]
+             "every worker's signs; software majority vote with sgn(0) = 0). "
+             + (f"FP32's test accuracy on `pairs-hard`, mean ± std: {fp32}. " if fp32 else "")
+             + f"Exact zeros in the FP32 gradients: {zeros}. {wall}:", ""]
     lines += table(["claim", "batch", "paper", "ours", "verdict", "regime / why"], rows)
     for r in e["pilots"].get("noise_rows", []):
         if r["trace"] == "gbinary-default":

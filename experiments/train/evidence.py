@@ -531,7 +531,8 @@ def run(out, jobs=1, quick=False, batches=None, pilots=True):
 def merge(paths, out):
     """One ``evidence.json`` in ``out`` from the parts at ``paths`` (runs of
     disjoint batch sizes, one with the pilots): rows and tuning joined,
-    claims made again; return its path."""
+    claims made again, ``wall_seconds`` the parts' sum and ``parts`` each
+    part's batches, processes and wall time; return its path."""
     parts = [json.loads(pathlib.Path(p).read_text()) for p in paths]
     rows, sizes = {}, {}
     for part in parts:
@@ -543,6 +544,8 @@ def merge(paths, out):
     data = _data(parts[0]["quick"], max(p["jobs"] for p in parts), parts[0]["seeds"], batches,
                  [t for p in parts for t in p["tuning"]], rows, pilots, sizes,
                  sum(p["wall_seconds"] for p in parts))
+    data["parts"] = [dict(batches=p["batches"], jobs=p["jobs"], wall_seconds=p["wall_seconds"],
+                          pilots=bool(p["pilots"])) for p in parts]
     path = pathlib.Path(out) / "evidence.json"
     path.write_text(json.dumps(data, indent=1))
     return path

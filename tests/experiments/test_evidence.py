@@ -89,6 +89,8 @@ def test_parts_of_disjoint_batch_sizes_merge_into_one_evidence(tmp_path):
     data = json.loads(ev.merge(paths, tmp_path).read_text())
     assert data["batches"] == [16, 64] and set(data["rows"]["pairs-hard"]) == {"16", "64"}
     assert len(data["tuning"]) == 2 and data["wall_seconds"] == 120.0
+    assert [(q["batches"], q["wall_seconds"], q["pilots"]) for q in data["parts"]] == \
+        [([16], 60.0, True), ([64], 60.0, False)]
     assert data["pilots"] == {"fault_rows": []}
     split = [c for c in data["claims"] if c["claim"].startswith("Table 6: G-Binary backbone")]
     assert [(c["batch"], c["verdict"]) for c in split] == [(16, "agrees"), (64, "agrees")]

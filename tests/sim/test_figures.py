@@ -213,6 +213,8 @@ def test_evidence(tmp_path):
                 group_sizes={"pairs-hard": {"backbone": 7500, "head": 2500}},
                 tuning=[dict(interior=True), dict(interior=False)],
                 zeros={"16": 0.085, "64": 0.02}, wall_seconds=3000,
+                rows={"pairs-hard": {"16": {"fp32": dict(accuracy_mean=45.126, accuracy_std=1.5)},
+                                     "64": {}}},
                 claims=[claim(split, "negative", -1.34, diff(-3.0, -4.5, -1.5), "does not agree"),
                         claim(split, "random", -1.34, diff(-1.0, -2.0, 0.0), "agrees"),
                         claim(split, "random", -1.34, diff(-1.0, -2.0, 0.0), "agrees", 64)],
@@ -228,6 +230,12 @@ def test_evidence(tmp_path):
     # head 2,500 of 10,000 parameters; 1 of 2 chosen rates interior
     assert "head 25.00% of 10,000 parameters" in body and "(1 of 2 chosen rates interior" in body
     assert "8.5% at 16, 2.0% at 64" in body and "Wall time 50 min, 1 process:" in body
+    assert "FP32's test accuracy on `pairs-hard`, mean ± std: 45.13 ± 1.50% at 16. " in body
+    data.update(jobs=2, parts=[dict(batches=[16], jobs=2, wall_seconds=1800, pilots=True),
+                               dict(batches=[64], jobs=2, wall_seconds=1200, pilots=False)])
+    _write(tmp_path, "evidence.json", data)
+    assert "Run in 2 parts: batch 16 and the pilot 30 min; batch 64 20 min, 2 processes " \
+           "each:" in figures.render("evidence", tmp_path)
     assert "G-Binary-default − always-FP32 -6.50 [-8.00, -5.00] points" in body
     assert "in 5 of 5 seeds" in body and "QUICK" not in body
 
