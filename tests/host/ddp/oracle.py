@@ -168,15 +168,21 @@ ODD_LEVEL2_CASES = [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gath
                              ranks_per_controller=1)) for i, p in enumerate(POLICIES)]
 
 #: Unequal controllers (a split the default takes at 9, 11, 13, 17 ... ranks,
-#: asked for here at 3 and 4): every policy, worker-major, both pools, and
-#: two policies element-major.  At 3 ranks (2 + 1) each rank votes twice; at
-#: 4 (3 + 1) once, the controller of 3 with a spare slot.
+#: asked for here at 3 and 4).  At 3 ranks (2 + 1, each rank voting twice):
+#: every policy, worker-major, both pools, and two policies element-major.
+#: At 4 (3 + 1, one slot a rank, the controller of 3 with a spare slot):
+#: a policy of each format, both gates, both pools and both layouts.
 UNEQUAL_CASES = {
-    world: [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2],
-                     ranks_per_controller=sizes)) for i, p in enumerate(POLICIES)] +
-    [(p, dict(layout=int(Layout.ELEMENT_MAJOR), pool="shm", ranks_per_controller=sizes))
-     for p in (POLICIES[Format.SIGN], POLICIES[6 + Format.COUNT])]
-    for world, sizes in ((3, (2, 1)), (4, (3, 1)))}
+    3: [(p, dict(layout=int(Layout.WORKER_MAJOR), pool=("shm", "gather")[i % 2],
+                 ranks_per_controller=(2, 1))) for i, p in enumerate(POLICIES)] +
+    [(p, dict(layout=int(Layout.ELEMENT_MAJOR), pool="shm", ranks_per_controller=(2, 1)))
+     for p in (POLICIES[Format.SIGN], POLICIES[6 + Format.COUNT])],
+    4: [(POLICIES[Format.SIGN], dict(layout=int(Layout.WORKER_MAJOR), pool="gather",
+                                     ranks_per_controller=(3, 1))),
+        (POLICIES[3 + Format.COUNT], dict(layout=int(Layout.WORKER_MAJOR), pool="shm",
+                                          ranks_per_controller=(3, 1))),
+        (POLICIES[6 + Format.MARGIN], dict(layout=int(Layout.ELEMENT_MAJOR), pool="shm",
+                                           ranks_per_controller=(3, 1)))]}
 
 #: 11 ranks split by default (6 + 5, each rank voting twice): a policy of
 #: each format and both gates, both pools.
