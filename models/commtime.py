@@ -24,7 +24,7 @@ Assumptions (each a named parameter of :class:`CommParams`):
 * What the contract's read returns, G-Binary beside the paper's 1-bit
   read: today a W-bit lane per element (``W`` of one controller for
   ``gpus`` workers, the DDP hook's rule: :func:`controller_workers`, from
-  :mod:`neuron_fabric.host.ddp.split`; a 1-bit write and a W-bit read), and the packed
+  :mod:`.controllers`; a 1-bit write and a W-bit read), and the packed
   result view (contract section 6: a 1-bit write and a 2-bit read).  Our
   G-Ternary writes and reads what G-Binary does.
 * Low-bit ring (multi-hop, as in DynamiQ's setting): partial sign counts
@@ -38,7 +38,7 @@ training-step speedups.  Encoding cost on the GPU is not counted.
 import math
 from dataclasses import dataclass
 
-from neuron_fabric.host.ddp.split import controller_workers
+from neuron_fabric.models.controllers import controller_workers
 from neuron_fabric.models.traffic import BITS_PER_ELEMENT
 
 from neuron_fabric.models.envelope.params import GiB

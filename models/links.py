@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, WORKERS_CHOICES, count_geometry
-from neuron_fabric.host.ddp.split import plan_controllers
+from neuron_fabric.models.controllers import plan_controllers
 from neuron_fabric.models.commtime import PACKED_VIEW_BITS, CommParams
 from neuron_fabric.models.envelope.params import ANCHOR
 

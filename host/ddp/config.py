@@ -2,10 +2,10 @@
 
 :class:`FabricConfig` (the options of :class:`~.hook.FabricState`) and the
 checks of its arguments (:func:`policy_of`: a group's policy from a mode
-name; how the ranks share controllers is :mod:`.split`'s).  The values
-the hook hands its caller: :class:`Event` (a mode change), :class:`StepTraffic`
-(one rank's bytes of one step) and :class:`RankLostError` (a failed
-collective).  No torch here: the options can be built and checked without it.
+name; how the ranks share controllers is
+:mod:`neuron_fabric.models.controllers`'s).  The values the hook hands its
+caller: :class:`Event` (a mode change), :class:`StepTraffic` (one rank's
+bytes of one step) and :class:`RankLostError` (a failed collective).  No torch here: the options can be built and checked without it.
 """
 
 from dataclasses import dataclass
@@ -82,10 +82,11 @@ class FabricConfig:
     line_bits : int
         The controllers' LINE_BITS: 64, 128, 256, 512 or 1024, whatever
         the sizes of the groups and buckets (at 64 bits, at most 8 ranks a
-        controller: :func:`.split.check_line_bits`).
+        controller: :func:`~neuron_fabric.models.controllers.check_line_bits`).
     ranks_per_controller : int, tuple of int or None
-        How the ranks share controllers (:func:`.split.plan_controllers`).  None:
-        the fewest controllers that serve the world size, their sizes
+        How the ranks share controllers
+        (:func:`~neuron_fabric.models.controllers.plan_controllers`).  None: the fewest controllers that
+        serve the world size, their sizes
         differing by at most one rank (one controller up to 16 ranks, an
         odd number up to 7; 11 ranks are 6 + 5).  An int R: equal
         controllers of R ranks (the world size a multiple of R).  A tuple:

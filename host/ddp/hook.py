@@ -4,9 +4,10 @@ NEURON-Fabric: the hook's state (:class:`FabricState`) and the hook
 and hook together.
 
 Each rank of the job is one worker of one controller: controller ``c``
-serves ranks ``split.first(c) ..`` (:func:`.split.plan_controllers`: one
-controller up to 16 ranks, else the fewest controllers that serve the job,
-of sizes differing by at most one; at most 8).  For every DDP bucket the
+serves ranks ``split.first(c) ..``
+(:func:`neuron_fabric.models.controllers.plan_controllers`: one controller
+up to 16 ranks, else the fewest controllers that serve the job, of sizes
+differing by at most one; at most 8).  For every DDP bucket the
 hook splits the bucket by parameter group (``bucket.parameters()``); each
 group has a window of the controller's memory and, on a low-bit path, a
 region of its region table.  The state
@@ -73,7 +74,7 @@ from neuron_fabric.host.ddp.config import (Event, FabricConfig, RankLostError, S
 from neuron_fabric.host.ddp.pack import pack_counts, pack_signs
 from neuron_fabric.host.ddp.pool import Pools, Window
 from neuron_fabric.host.ddp.replica import Replicas, run_untimed
-from neuron_fabric.host.ddp.split import controller_workers, plan_controllers
+from neuron_fabric.models.controllers import controller_workers, plan_controllers
 from neuron_fabric.host.runtime import FP32, engine
 
 __all__ = ["FabricConfig", "FabricState", "fabric_hook", "RankLostError", "Event",

@@ -200,8 +200,8 @@ class Pools:
         The job's ranks, in the order of ``split``: local rank ``i`` of
         controller ``c`` is the job's rank ``split.first(c) + i``.
     split : ControllerSplit
-        How the ranks share controllers (:func:`.split.plan_controllers`):
-        local rank ``i`` owns worker slots ``i*copies .. (i+1)*copies - 1``.
+        How the ranks share controllers
+        (:func:`~neuron_fabric.models.controllers.plan_controllers`): local rank ``i`` owns worker slots ``i*copies .. (i+1)*copies - 1``.
     fill : dict of int to int
         The constant byte of each spare worker slot.
     kind : str

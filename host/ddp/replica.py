@@ -164,8 +164,8 @@ class Replicas:
     line_bits, regions : int
         The controllers' LINE_BITS and the regions of each region table.
     split : ControllerSplit
-        How the job's ranks share controllers (:func:`.split.plan_controllers`):
-        W of every controller, and with several the level-2 count operand
+        How the job's ranks share controllers
+        (:func:`~neuron_fabric.models.controllers.plan_controllers`): W of every controller, and with several the level-2 count operand
         and the votes a level-2 read counts.
     layout : Layout
         The layout of the sign lines the ranks write.

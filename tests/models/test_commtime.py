@@ -28,7 +28,7 @@ def test_three_read_sizes_of_one_write():
 @pytest.mark.parametrize("ranks, workers", [(1, 4), (2, 4), (3, 8), (5, 16), (7, 16), (8, 8),
                                             (9, None), (12, 16), (16, 16), (17, None)])
 def test_controller_workers(ranks, workers):
-    # The DDP hook's rule (host/ddp/split.py): one slot a worker for an even
+    # The DDP hook's rule (models/controllers.py): one slot a worker for an even
     # count, two for an odd one (so 3 take 6 slots, W 8); W the smallest of
     # 4, 8, 16 that holds them; an odd 9 needs 18 slots, and no W holds 17.
     if workers is None:

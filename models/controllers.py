@@ -1,6 +1,6 @@
-"""How a job's ranks share controllers: one source for the DDP hook
-(:mod:`.hook`), its tests and the link model (:mod:`neuron_fabric.models.links`,
-:mod:`neuron_fabric.models.commtime`).
+"""How a job's ranks (workers) share controllers: one source for the DDP
+hook (:mod:`neuron_fabric.host.ddp.hook`), its tests and the models that
+charge its bytes and reads (:mod:`.links`, :mod:`.commtime`).
 
 :func:`plan_controllers` gives a job's :class:`ControllerSplit` (the
 controllers' sizes, their W, the worker slots a rank votes in, the level-2
@@ -8,8 +8,8 @@ count operand); :func:`controller_slots` is one controller's W and copies;
 :func:`level2_operand` the count operand that combines several;
 :func:`largest_world` the largest world size served, derived from the
 contract's limits; :func:`check_line_bits` refuses a W whose segment is not
-whole bytes.  The contract's facts only: no torch, no other package of the
-host (the models import it).
+whole bytes.  The contract's facts only (the models' layer: the host
+imports it, never the other way).
 """
 
 from dataclasses import dataclass
