@@ -74,14 +74,27 @@ class Links:
     fmax_mhz: float = 200.0
     line_bytes: int = ANCHOR.line_bytes
     fixed_latency_ns: float = ANCHOR.fixed_latency_ns
-    controllers: int = None       # None: the fewest that serve N ranks (16 a controller)
+    controllers: int = None       # None: as many as the DDP hook's split uses
 
     def controllers_for(self, n_workers):
-        c = self.controllers or -(-n_workers // MAX_RANKS)
+        """Controllers of ``n_workers`` ranks: ``controllers``, which must
+        split them into equal controllers of at most 16, or when None the
+        DDP hook's own split (:func:`.controllers.plan_controllers`: the
+        fewest that serve them, sizes differing by at most one rank)."""
+        if self.controllers is None:
+            return plan_controllers(n_workers, 8 * self.line_bytes).controllers
+        c = self.controllers
         if n_workers % c or n_workers // c > MAX_RANKS:
             raise ValueError(f"{n_workers} workers do not split into {c} controllers of at "
                              f"most {MAX_RANKS}")
         return c
+
+
+def _sizes(n_workers, controllers):
+    """Ranks of each of ``controllers`` controllers of ``n_workers`` ranks, as
+    the hook splits them: sizes differing by at most one, the larger first."""
+    size, extra = divmod(n_workers, controllers)
+    return (size + 1,) * extra + (size,) * (controllers - extra)
 
 
 def _ring(n_workers, nbytes):
@@ -110,7 +123,7 @@ def peer_bytes(peer, elements, n_workers, controllers=1, line_bytes=64):
     elif peer == "low-bit-ring":
         out["net_sent"] = (big_n - 1) / big_n * n * (math.ceil(math.log2(big_n + 1)) + 1) / 8
     elif peer == "fp32-pool":
-        r = big_n // controllers
+        r = max(_sizes(big_n, controllers))      # the busiest controller's ranks
         lines = -(-n // (line_bytes // r // 4))  # a controller's lines, R segments each
         out.update(pool_write=lines * line_bytes / r, pool_read=controllers * lines * line_bytes)
         out["phases"] = [(out["pool_write"], r * lines), (out["pool_read"], big_n * lines)]
@@ -123,9 +136,10 @@ def peer_bytes(peer, elements, n_workers, controllers=1, line_bytes=64):
 
 
 def _low_bit(out, peer, n, big_n, controllers, line_bytes):
-    r = big_n // controllers
     line_bits = 8 * line_bytes
-    split = plan_controllers(big_n, line_bits, ranks_per_controller=r)   # the hook's
+    sizes = _sizes(big_n, controllers)
+    split = plan_controllers(big_n, line_bits, ranks_per_controller=sizes)   # the hook's
+    r = max(sizes)                               # the busiest controller's ranks
     w = split.workers
     lines = -(-n // (line_bits // w))            # level-1 source lines
     read_bits = {"gbinary-packed": PACKED_VIEW_BITS, "gbinary-paper": 1}.get(peer)
@@ -147,7 +161,8 @@ def _low_bit(out, peer, n, big_n, controllers, line_bytes):
         lines2 = -(-n // (line_bits // COUNT_LANE_BITS))
         read2 = lines2 * line_bytes if read_bits is None else packed()
         write2 = lines2 * line_bytes * count_bits / COUNT_LANE_BITS
-        out["pool_write"] += write2 / r          # a controller's first rank writes its counts
+        out["pool_write"] += write2 * controllers / big_n   # each controller's first rank
+        #                                                       writes its counts
         out["pool_read"] += read2
         if gather:                               # the counts all-gathered across controllers
             out["net_sent"] += (controllers - 1) * write2

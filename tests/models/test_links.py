@@ -43,6 +43,23 @@ def test_bytes_by_hand_two_levels():
     assert b["phases"][2:] == [(l2 * 16, 4 * l2), (l2 * 64, 64 * l2)]
 
 
+def test_an_odd_prime_job_splits_as_the_hook_does_by_hand():
+    n = 1 << 18
+    # 11 workers: the hook's controllers of 6 and 5 (docs/ddp.md), two slots a rank
+    # (an odd world), so W 16 (12 slots) and COUNTS4 at level 2 (6 x 2 = 12 votes
+    # at most a controller, 22 in all).  Level-1 lines of 32 elements, a rank's
+    # segment 64 / 16 = 4 bytes; level-2 count lines of 16 elements, a controller's
+    # first rank writing 4 of each lane's 32 bits: 2 writers over 11 ranks.
+    assert links.Links().controllers_for(11) == 2
+    b = links.peer_bytes("gbinary-shm", n, 11, controllers=2)
+    l1, l2 = n // 32, n // 16
+    assert b["pool_read"] == l1 * 64 + l2 * 64
+    assert b["pool_write"] == pytest.approx(l1 * 4 + 2 * (l2 * 8) / 11)
+    # the busiest controller serves 6 ranks' writes; every rank reads level 2
+    assert b["phases"][0] == (l1 * 4, 6 * l1)
+    assert b["phases"][2:] == [(l2 * 8, 2 * l2), (l2 * 64, 11 * l2)]
+
+
 def test_controllers_refused_when_they_cannot_serve():
     with pytest.raises(ValueError, match="do not split into 3 controllers"):
         links.Links(controllers=3).controllers_for(64)
