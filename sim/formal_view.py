@@ -37,15 +37,17 @@ from neuron_fabric.hdl.top.cfg import CfgLayout
 from neuron_fabric.hdl.top.read_path import ReadPath
 from neuron_fabric.hdl.top.request_layout import read_entry
 from neuron_fabric.hdl.top.top import Top
+from neuron_fabric.hdl.top.view_pack import VIEW_LOOKUP_CYCLES
 from neuron_fabric.sim.formal import ENGINE
 from neuron_fabric.sim.formal_datapath import reference_value
 
 __all__ = ["ViewPackSpec", "view_pack_job", "DEPTH"]
 
-#: BMC depth: reset and a whole read of the watched ID (its beats, the read
-#: path's stages, the core and the DRS queue: the cover reaches its DRS at
-#: step 10) with a few cycles of stalls or other IDs' beats.
-DEPTH = 14
+#: BMC depth: reset, the beat track's clearing (R is held for its
+#: MAX_OUTSTANDING = 4 cycles and one), and a whole read of the watched ID
+#: (its beats, the read path's stages with the lookup's two cycles, the
+#: core and the DRS queue) with a few cycles of stalls or other IDs' beats.
+DEPTH = 20
 
 
 class ViewPackSpec(Elaboratable):
@@ -59,7 +61,7 @@ class ViewPackSpec(Elaboratable):
         m = Module()
         m.d.comb += Assume(ResetSignal() == Initial())
         rst = ResetSignal()
-        read = m.submodules.read = ReadPath(p)
+        read = m.submodules.read = ReadPath(p, lookup_cycles=VIEW_LOOKUP_CYCLES)
         core = m.submodules.core = Datapath(line_bits=p.line_bits, workers=p.workers,
                                             stages=p.stages, profile=p.profile, keep_copies=True)
         Top._core(m, read, core)
@@ -71,8 +73,11 @@ class ViewPackSpec(Elaboratable):
         masks = Array(AnyConst(p.line_bits // 2) for _ in range(n))
         fmt = AnyConst(2)
         m.d.comb += Assume(fmt != 3)
-        looked = Signal(idw)
-        m.d.sync += looked.eq(read.lookup.id)
+        looked = read.lookup.id       # the entry comes VIEW_LOOKUP_CYCLES after its lookup
+        for k in range(VIEW_LOOKUP_CYCLES):
+            looked_q = Signal(idw, name=f"looked{k}")
+            m.d.sync += looked_q.eq(looked)
+            looked = looked_q
         cfg = Signal(CfgLayout)
         m.d.comb += [cfg.mode.eq(Mux(ternary[looked], Mode.GTERNARY, Mode.GBINARY)),
                      cfg.format.eq(fmt), cfg.gate_kind.eq(GateKind.PATTERN), cfg.period.eq(3),

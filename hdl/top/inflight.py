@@ -1,15 +1,20 @@
 """The in-flight table: AXI transaction IDs, what each one is for, and the
 occupancy bound."""
 
-from amaranth import Module, Mux, Signal, Value
+from amaranth import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from neuron_fabric.hdl.prims.pipe import copies
 from neuron_fabric.hdl.top.occupancy import Occupancy, devload_level
 
 __all__ = ["IdPool", "AllocSignature", "LookupSignature", "ReserveSignature", "InFlightTable",
            "devload_level", "response_members", "ReadAllocSignature", "WRITE_LOOKUP_CYCLES"]
+
+#: Entry bits that one register choosing a lookup's half steers (a wider
+#: entry has copies of it).
+HALF_FANOUT = 128
 
 #: Cycles from a write's lookup to its entry (from a register).
 WRITE_LOOKUP_CYCLES = 2
@@ -271,6 +276,10 @@ def _table(m, name, depth, write, lookup, cycles, later):
     row = len(w_addr) - (halves > 1)
     half = Signal(name=f"{name}_half")
     m.d.sync += half.eq(lookup.id[row:] if halves > 1 else 0)
+    # the choice of the half: one register for each HALF_FANOUT bits of the entry
+    parts = -(-width // HALF_FANOUT)
+    chooses = [half] if parts == 1 or halves == 1 else \
+        [half] + copies(m, f"{name}_half", lookup.id[row:], parts - 1)
     rows = []
     for h in range(halves):
         size = depth if halves == 1 else max(2, min(1 << row, depth - h * (1 << row)))
@@ -282,5 +291,9 @@ def _table(m, name, depth, write, lookup, cycles, later):
         m.d.sync += q.eq(rd.data)
         rows.append(q)
     out = Signal(width, name=f"{name}_entry")
-    m.d[("comb", "sync")[cycles - 1]] += out.eq(Mux(half, rows[-1], rows[0]))
+    step = -(-width // len(chooses))
+    chosen = Mux(half, rows[-1], rows[0]) if len(chooses) == 1 else Cat(
+        Mux(c, rows[-1][k * step:(k + 1) * step], rows[0][k * step:(k + 1) * step])
+        for k, c in enumerate(chooses))
+    m.d[("comb", "sync")[cycles - 1]] += out.eq(chosen)
     m.d.comb += lookup.entry.eq(out)

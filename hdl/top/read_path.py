@@ -25,7 +25,10 @@ route, errors included: R1 finds each beat's place in its burst
 beat's slice of the entry's mask; after the core, beside which the
 beat's place and poison are delayed, ``view_pack.Packer`` puts its
 slice into the ID's line, and only the burst's last beat goes into the
-core queue, with the whole line.  The ID is retired at R1 with the last
+core queue, with the whole line.  A build with the view looks an R beat up in two
+cycles (``view_pack.VIEW_LOOKUP_CYCLES``: the table's entry and the
+beat's place both registers at R1), and holds R after reset while the
+beat track clears its memory.  The ID is retired at R1 with the last
 beat.  The beats a view absorbs give their credit back when they leave
 the core (one a cycle with DRS's: one owed when both come together).
 
@@ -46,9 +49,10 @@ from neuron_fabric.hdl.prims.credit import credit_ready
 from neuron_fabric.hdl.datapath.pipeline import KEEP
 from neuron_fabric.hdl.top.drs_arbiter import DrsArbiter
 from neuron_fabric.hdl.top.inflight import response_members
-from neuron_fabric.hdl.prims.pipe import delay, register
+from neuron_fabric.hdl.prims.pipe import copies, delay, register
 from neuron_fabric.hdl.top.request import ReadCfgLayout, ReadEntryLayout
-from neuron_fabric.hdl.top.view_pack import BeatTrack, Packer, beat_mask, beat_slice, view_geometry
+from neuron_fabric.hdl.top.view_pack import (MASK_COPIES, VIEW_LOOKUP_CYCLES, BeatTrack, Packer,
+                                             beat_mask, read_lookup_cycles, view_geometry)
 
 __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
 
@@ -93,9 +97,11 @@ class ReadPath(wiring.Component):
     Parameters
     ----------
     params : TopParams
-    lookup_cycles : int
+    lookup_cycles : int or None
         Cycles from a lookup to its entry (the in-flight table's; 1 or 2):
-        the beat waits as long beside the lookup (R1).
+        the beat waits as long beside the lookup (R1).  By default the
+        build's (:func:`.view_pack.read_lookup_cycles`: 2 with the packed
+        view, whose beat track takes two).
 
     Members
     -------
@@ -119,15 +125,18 @@ class ReadPath(wiring.Component):
     drs : Out(stream.Signature(DrsLayout(line_bits)))
     """
 
-    def __init__(self, params, *, lookup_cycles=1):
+    def __init__(self, params, *, lookup_cycles=None):
+        if lookup_cycles is None:
+            lookup_cycles = read_lookup_cycles(params)
         if lookup_cycles not in (1, 2):
             raise ValueError(f"lookup_cycles must be 1 or 2, not {lookup_cycles!r}")
         self._params, self._lookup_cycles = params, lookup_cycles
         members = ReadEntryLayout(params).members
         self._hierarchy, self._limits = "permute" in members, "limits" in members
         self._view = "view" in members
-        if self._view and lookup_cycles != 1:
-            raise ValueError("the packed view's beat track needs lookup_cycles 1")
+        if self._view and lookup_cycles != VIEW_LOOKUP_CYCLES:
+            raise ValueError(f"the packed view's beat track needs lookup_cycles "
+                             f"{VIEW_LOOKUP_CYCLES}")
         super().__init__({
             **response_members(params, "r", ReadEntryLayout(params), "rd_err",
                                data_bits=params.line_bits, retire=self._view),
@@ -152,13 +161,13 @@ class ReadPath(wiring.Component):
         drs = m.submodules.drs = DrsArbiter(_BypassLayout(p).size, self.depth,
                                             slices=QUEUE_SLICES, groups=QUEUE_GROUPS)
         drs_take = self.drs.valid & self.drs.ready
-        core_in, r2_bypass, r2_err, view = self._routes(m)
+        core_in, r2_bypass, r2_err, view, hold = self._routes(m)
         core_valid, core_line, core_poison = self.from_core.valid, self.from_core.payload.data, 0
         give = drs_take
         if view is not None:
             core_valid, core_line, core_poison, absorbed = self._pack(m, view)
             give = _owed_give(m, self.depth, drs_take, absorbed)
-        m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, give,
+        m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, give, hold=hold,
                                                  late_give=True, late_admit=True))
         # the core's line and the bypass line, each registered once more in
         # the arbiter
@@ -180,7 +189,9 @@ class ReadPath(wiring.Component):
     def _routes(self, m):
         """R0 (the beat; the lookup), R1 (the entry, ``lookup_cycles`` later),
         R2 (the core's input and the bypass line).  Returns R2's line, whether it takes the bypass
-        route, and whether the memory answered with an error."""
+        route, whether the memory answered with an error, the view's values
+        (R1's and R2's) and what holds R (the view's beat track clearing
+        after reset)."""
         p = self._params
         r0_valid, r0_err = Signal(), Signal()
         r0_id = Signal(p.id_bits)
@@ -198,14 +209,17 @@ class ReadPath(wiring.Component):
             r1_valid, r1_err, r1_data = valid, err, line
         entry = self.lookup.entry
         bypass = (entry.cfg.mode == Mode.BYPASS) | r1_err
-        cfg, mask, view = entry.cfg, entry.mask[:p.lanes], None
+        cfg, mask, view, hold = entry.cfg, entry.mask[:p.lanes], None, None
         if self._view:
-            view = self._track(m, r0_id, r1_valid, r1_err, entry)
+            view, track = self._track(m, r1_valid, r1_err, entry)
             bypass = bypass & ~entry.view
             cfg = Signal(ReadCfgLayout(p), name="r1_cfg")
             m.d.comb += [cfg.eq(entry.cfg), cfg.format.eq(Mux(entry.view, Format.SIGN,
                                                                entry.cfg.format))]
-            mask = Mux(entry.view, beat_mask(p, entry.mask, view["beat"], view["counts"]), mask)
+            # lane i's slice steered by copy i mod MASK_COPIES of the beat
+            slices = [beat_mask(p, entry.mask, b, view["counts"]) for b in track.beat_copies]
+            mask = Mux(entry.view, Cat(slices[i % MASK_COPIES][i] for i in range(p.lanes)), mask)
+            hold = track.clearing
 
         core_in = Signal(CoreInLayout(p), reset_less=True)
         r2_core, r2_bypass = Signal(), Signal()
@@ -214,7 +228,7 @@ class ReadPath(wiring.Component):
                      core_in.data.eq(r1_data), core_in.tag.eq(entry.tag),
                      core_in.cfg.eq(cfg), core_in.mask.eq(mask), r2_err.eq(r1_err)]
         if view is not None:
-            view = register(m, "r2_view", view)
+            view = [view, register(m, "r2_view", view)]
         m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in)]
         if self._hierarchy:
             for g in range(len(self.permute)):
@@ -225,45 +239,51 @@ class ReadPath(wiring.Component):
             limits = Signal(LIMITS_BITS, name="r2_limits", reset_less=True)
             m.d.sync += limits.eq(entry.limits)
             m.d.comb += self.limits.eq(limits)
-        return core_in, r2_bypass, r2_err, view
+        return core_in, r2_bypass, r2_err, view, hold
 
-    def _track(self, m, r0_id, r1_valid, r1_err, entry):
+    def _track(self, m, r1_valid, r1_err, entry):
         """R0-R1 of a view's beat: its index in its burst and the burst's
         poison so far (:class:`.view_pack.BeatTrack`, looked up with the
-        entry), whether it is the burst's last (every beat of a read that is
-        no view is), the ID retired on the last.  Returns the beat's values
-        for the pack: ``valid`` (a view's beat), ``id``, ``beat``, ``last``,
-        ``poison`` (of this beat and the earlier ones), ``counts``."""
+        entry at its own copy of the beat's ID, so that the table's address
+        nets do not reach it), whether it is the burst's last (every beat of
+        a read that is no view is), the ID retired on the last.  Returns the
+        beat's values for the pack: ``valid`` (a view's beat), ``id``,
+        ``beat``, ``last``, ``poison`` (of this beat and the earlier ones),
+        ``counts``; and the track."""
         p = self._params
         track = m.submodules.beat_track = BeatTrack(p)
-        r1_id = Signal.like(r0_id, name="r1_id")
-        m.d.sync += r1_id.eq(r0_id)
+        r0_id = copies(m, "r0_view_id", self.r_id, 1)[0]
+        r1_id = delay(m, "r1_id", r0_id, self._lookup_cycles)
         geometry = view_geometry(p)
         counts = (entry.cfg.operand != Operand.SIGNS) if True in geometry else Const(0, 1)
-        ends = {k: track.beat == beats - 1 for k, (beats, _) in geometry.items()}
-        end = Mux(counts, ends[True], ends[False]) if True in ends else ends[False]
+        end = Mux(counts, track.ends[1], track.ends[0]) if True in geometry else track.ends[0]
         last = ~entry.view | end
         poison = track.poison_before | r1_err
         m.d.comb += [track.lookup_id.eq(r0_id), track.update.eq(r1_valid & entry.view),
                      track.id.eq(r1_id), track.last.eq(last), track.error.eq(r1_err),
                      self.lookup.retire.eq(r1_valid & last), self.lookup.retire_id.eq(r1_id)]
         return {"valid": r1_valid & entry.view, "id": r1_id, "beat": track.beat, "last": last,
-                "poison": poison, "counts": counts}
+                "poison": poison, "counts": counts}, track
 
     def _pack(self, m, view):
-        """After the core (its STAGES, the view's values delayed beside it):
-        a view's beat into its line (:class:`.view_pack.Packer`).  Returns
-        what goes to the core queue (valid: a line that is no view's, or a
-        view's last beat; the line; poison) and whether a beat was absorbed."""
+        """After the core (its STAGES, the view's values of R1 and R2
+        delayed beside it): a view's beat into its line
+        (:class:`.view_pack.Packer`, its controls a cycle ahead and the ID
+        of the beat after two).  Returns what goes to the core queue (valid:
+        a line that is no view's, or a view's last beat; the line; poison)
+        and whether a beat was absorbed."""
         p = self._params
         packer = m.submodules.packer = Packer(p)
-        before = delay(m, "view_core", view, p.stages - 1)
-        at = register(m, "view_out", before)
+        r1, r2 = view
+        ahead = delay(m, "view_core", r2, p.stages - 2) if p.stages > 1 else r1
+        before = register(m, "view_next", ahead) if p.stages > 1 else r2
+        at = register(m, "view_out", {k: before[k] for k in ("valid", "last", "poison")})
         out = self.from_core
-        m.d.comb += [packer.valid.eq(out.valid & at["valid"] & ~at["last"]),
-                     packer.id.eq(at["id"]), packer.next_id.eq(before["id"]),
-                     packer.beat.eq(at["beat"]), packer.counts.eq(at["counts"]),
-                     packer.slice.eq(beat_slice(p, out.payload.data, at["counts"]))]
+        m.d.comb += [packer.next_view.eq(before["valid"]),
+                     packer.next_write.eq(before["valid"] & ~before["last"]),
+                     packer.next_id.eq(before["id"]), packer.next_beat.eq(before["beat"]),
+                     packer.next_counts.eq(before["counts"]), packer.ahead_id.eq(ahead["id"]),
+                     packer.data.eq(out.payload.data)]
         packed = at["valid"]
-        return (out.valid & (~packed | at["last"]), Mux(packed, packer.line, out.payload.data),
+        return (out.valid & (~packed | at["last"]), packer.line,
                 packed & at["poison"], out.valid & packed & ~at["last"])

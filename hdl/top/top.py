@@ -37,6 +37,7 @@ from neuron_fabric.hdl.top.read_issue import ReadIssue
 from neuron_fabric.hdl.top.ndr_arbiter import NdrArbiter
 from neuron_fabric.hdl.top.read_path import ReadPath
 from neuron_fabric.hdl.top.request import ReadEntryLayout, RequestPipeline
+from neuron_fabric.hdl.top.view_pack import read_lookup_cycles
 from neuron_fabric.hdl.top.write_path import WritePath
 
 __all__ = ["Top", "devload_level"]
@@ -95,6 +96,7 @@ class Top(wiring.Component):
         ndr = m.submodules.ndr = NdrArbiter(p)
         table = m.submodules.in_flight = InFlightTable(p, read_entry=ReadEntryLayout(p),
                                                        write_entry=16,
+                                                       read_cycles=read_lookup_cycles(p),
                                                        read_retire=has_view(p))
         # With the hierarchy extension the core sits inside its wrapper
         # (contract section 5), which has the core's streams and latency.

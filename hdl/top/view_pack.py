@@ -4,8 +4,8 @@ other IDs may come between them, so the read path keeps, per ID:
 
 * the beats seen so far and whether any was an error (:class:`BeatTrack`,
   registers: one ID's count and poison flag a cycle after its lookup,
-  with the beat one cycle ahead forwarded);
-* the packed line so far, a memory of MAX_OUTSTANDING lines written a
+  with the beat one cycle ahead forwarded from registers);
+* the packed line so far, memories of MAX_OUTSTANDING lines written a
   ``LINE_BITS / B`` slice a beat (:class:`Packer`).
 
 Beat ``b`` of a view read goes through the core in the SIGN format with
@@ -16,17 +16,40 @@ b*E' + i``.  The burst's last beat completes the line, which goes to DRS
 with the poison of all its beats; the others are absorbed.
 """
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, profile_named, Operand, view_beats
+from neuron_fabric.hdl.prims.pipe import copies
+from neuron_fabric.hdl.top.cfg import has_view
 
-__all__ = ["view_geometry", "beat_mask", "beat_slice", "BeatTrack", "Packer", "RESULT_BITS"]
+__all__ = ["view_geometry", "beat_mask", "beat_slice", "BeatTrack", "Packer", "RESULT_BITS",
+           "PACK_GROUPS", "MASK_COPIES", "VIEW_LOOKUP_CYCLES",
+           "read_lookup_cycles"]
 
 #: Bits of one element's result in a view line (contract section 6.2).
 RESULT_BITS = 2
+
+#: Cycles from a view build's R channel lookup to its entry and its beat's
+#: place (:class:`BeatTrack`; the read path's and the in-flight table's
+#: ``lookup_cycles``, 1 in a build without the view).
+VIEW_LOOKUP_CYCLES = 2
+
+def read_lookup_cycles(params):
+    """Cycles from an R beat's lookup to its entry in a build of ``params``:
+    :data:`VIEW_LOOKUP_CYCLES` with the packed view, else 1."""
+    return VIEW_LOOKUP_CYCLES if has_view(params) else 1
+
+
+#: Copies of a view beat's index that steer the choice of its mask, each a
+#: part of the lanes.
+MASK_COPIES = 4
+
+#: Memories the packed lines are cut into, each with its own copies of the
+#: IDs (at most 4: :func:`.prims.pipe.copies` without inversion).
+PACK_GROUPS = 4
 
 
 def view_geometry(params):
@@ -72,52 +95,127 @@ def beat_slice(params, line, counts):
 class BeatTrack(wiring.Component):
     """Per AXI ID, the beats of a view's burst seen so far and their poison.
 
-    A beat is looked up at R0 (``lookup_id``); a cycle later (R1) ``beat``
-    is its index in its burst and ``poison_before`` whether an earlier beat
-    of the burst was an error; ``update`` at R1 (a view's beat: ``id``,
-    ``last``, ``error``) moves the ID's count on (back to 0 after the last
-    beat).  The registers reset, so a reset in the middle of a burst leaves
-    every ID at its first beat.
+    A beat is looked up at R0 (``lookup_id``, a register); two cycles later
+    (R1) ``beat`` is its index in its burst, ``poison_before`` whether an
+    earlier beat of the burst was an error and ``ends`` (one bit per
+    operand kind of :func:`view_geometry`, signs first) whether ``beat``
+    is that kind's last, ``B - 1``, each a register; ``update`` at R1 (a
+    view's beat: ``id``, ``last``, ``error``) moves the ID's count on (back
+    to 0 after the last beat).
+
+    The IDs' states are a memory, read at the lookup into a register (one
+    memory read, not a choice among MAX_OUTSTANDING registers), and written
+    a cycle after their update from registers.  A lookup misses the
+    updates of the three cycles around it, each of which it takes instead
+    of the memory when it has its ID: the one being written (at R0), the
+    one at R1 (whose next state is registered for the next cycle) and, in
+    the next cycle, the one at R1 then, the beat just ahead of it, whose
+    next place it takes as that beat's place plus one (a beat of the same
+    ID one cycle behind is of the same burst: an ID is given back at its
+    last beat and can come back only with a new read).  Every ID compare is
+    between registers and registered, so no net of the lookup reaches
+    further than a memory read or a compare.
+
+    A memory does not reset: after reset ``clearing`` is high while the
+    memory is written with every ID at its first beat, one ID a cycle
+    (MAX_OUTSTANDING cycles), and the read path takes no beat until it is
+    low, so a reset in the middle of a burst leaves every ID at its first
+    beat.
 
     Parameters
     ----------
     params : TopParams
+
+    Members
+    -------
+    beat_copies : Out(ArrayLayout(4, MASK_COPIES))
+        Copies of ``beat`` (for the mask's choice, :func:`beat_mask`, each
+        steering a part of it).
     """
 
     def __init__(self, params):
         self._params = params
+        self._beats = [beats for beats, _ in view_geometry(params).values()]
         idw = params.id_bits
         super().__init__({
             "lookup_id": In(idw),
-            "beat": Out(4), "poison_before": Out(1),
+            "beat": Out(4), "poison_before": Out(1), "ends": Out(len(self._beats)),
+            "beat_copies": Out(data.ArrayLayout(4, MASK_COPIES)),
             "update": In(1), "id": In(idw), "last": In(1), "error": In(1),
+            "clearing": Out(1),
         })
+
+    def _ends(self, count):
+        return Cat(count == beats - 1 for beats in self._beats)
 
     def elaborate(self, platform):
         m = Module()
-        n = self._params.max_outstanding
-        counts = Array(Signal(4, name=f"view_beats{k}") for k in range(n))
-        poisons = Array(Signal(name=f"view_poison{k}") for k in range(n))
-        count_next = Mux(self.last, 0, self.beat + 1)[:4]
-        poison_next = ~self.last & (self.poison_before | self.error)
-        with m.If(self.update):
-            m.d.sync += [counts[self.id].eq(count_next), poisons[self.id].eq(poison_next)]
-        forward = self.update & (self.id == self.lookup_id)
-        m.d.sync += [self.beat.eq(Mux(forward, count_next, counts[self.lookup_id])),
-                     self.poison_before.eq(Mux(forward, poison_next,
-                                               poisons[self.lookup_id]))]
+        p = self._params
+        n, kinds = p.max_outstanding, len(self._beats)
+        # an ID's state: count, poison, ends of the count (a count of 0 after reset)
+        width = 4 + 1 + kinds
+        first = Cat(Const(0, 5), self._ends(Const(0, 4)))
+        mem = m.submodules.states = Memory(shape=width, depth=n, init=[])
+        wr, rd = mem.write_port(), mem.read_port(domain="comb")
+        # after reset: every ID's state written with the first beat's
+        clearing = Signal(name="view_clearing", init=1)
+        sweep = Signal(range(n), name="view_sweep")
+        with m.If(clearing):
+            m.d.sync += sweep.eq(sweep + 1)
+            with m.If(sweep == n - 1):
+                m.d.sync += clearing.eq(0)
+        # R1: the beat's state, registers, and its next state
+        now = Signal(width, name="view_now")
+        beat, poison = now[:4], now[4]
+        count_next = Mux(self.last, 0, beat + 1)[:4]
+        poison_next = ~self.last & (poison | self.error)
+        ends_next = Mux(self.last, self._ends(Const(0, 4)), self._ends((beat + 1)[:4]))
+        # the update, registered, written into its ID's state
+        w_en = Signal(name="view_w_en")
+        w_id = Signal.like(self.id, name="view_w_id")
+        w_state = Signal(width, name="view_w_state")
+        m.d.sync += [w_en.eq(self.update | clearing), w_id.eq(Mux(clearing, sweep, self.id)),
+                     w_state.eq(Mux(clearing, first, Cat(count_next, poison_next, ends_next)))]
+        m.d.comb += [wr.en.eq(w_en), wr.addr.eq(w_id), wr.data.eq(w_state),
+                     rd.addr.eq(self.lookup_id)]
+        # R0: the memory read, and which of the updates around it have the ID
+        stored, written = Signal(width, name="view_stored"), Signal(width, name="view_written")
+        hit_written, hit_r1 = Signal(name="view_hit_written"), Signal(name="view_hit_r1")
+        ahead_same = Signal(name="view_ahead_same")
+        r0b_id = Signal.like(self.lookup_id, name="view_r0b_id")
+        m.d.sync += [stored.eq(rd.data), written.eq(w_state), r0b_id.eq(self.lookup_id),
+                     hit_written.eq(w_en & (w_id == self.lookup_id)),
+                     hit_r1.eq(self.update & (self.id == self.lookup_id)),
+                     ahead_same.eq(r0b_id == self.lookup_id)]
+        # R0b: the newest of them; the beat just ahead (at R1 now) first
+        base = Mux(hit_r1, w_state, Mux(hit_written, written, stored))
+        ahead = Cat((beat + 1)[:4], poison | self.error, self._ends((beat + 1)[:4]))
+        state = Mux(ahead_same & self.update, ahead, base)
+        m.d.sync += now.eq(state)
+        # (of the kinds of copy, the third is the one of ``now``, which
+        # synthesis would merge with it)
+        beats = copies(m, "view_beat", state[:4], MASK_COPIES + 1)
+        beats = beats[:2] + beats[3:]
+        m.d.comb += [self.beat.eq(beat), self.poison_before.eq(poison), self.ends.eq(now[5:]),
+                     self.beat_copies.eq(Cat(beats)), self.clearing.eq(clearing)]
         return m
 
 
 class Packer(wiring.Component):
     """The packed lines of the view reads in flight, one per AXI ID.
 
-    Each cycle a beat leaves the core (``valid``) its ``slice`` (from
-    :func:`beat_slice`) goes to its place ``beat`` of the line of ``id``;
-    the line of a ``last`` beat is ``line``, in the same cycle: the slices
-    stored for ``id`` with this one in its place.  The memory is read at
-    ``next_id`` (the ID of the beat of the next cycle) into a register that
-    sees this cycle's write.
+    Each cycle a beat leaves the core (its line ``data``), the low two
+    bits of its lanes (:func:`beat_slice`) go to its place of the line of
+    its ID, and ``line`` is that line (the slices stored for the ID with
+    this one in its place) for a view's beat, else ``data``.  The beat's
+    controls come a cycle ahead (``next_*``: whether it is a view's, its
+    ID, place, operand kind and whether its slice is stored, not for a
+    burst's last beat), and the ID of the beat after it two cycles ahead
+    (``ahead_id``), so that everything that steers the memory and the
+    choices is a register: the memory is :data:`PACK_GROUPS` memories,
+    each with its own copies of the IDs and controls (so no net of them
+    spans the line), read into registers that see the write of their
+    cycle.
 
     Parameters
     ----------
@@ -130,35 +228,61 @@ class Packer(wiring.Component):
         self._chunk = min(params.line_bits // beats for beats, _ in geometry.values())
         idw = params.id_bits
         super().__init__({
-            "valid": In(1), "id": In(idw), "next_id": In(idw), "beat": In(4),
-            "counts": In(1), "slice": In(max(RESULT_BITS * lanes for _, lanes in
-                                             geometry.values())),
-            "line": Out(params.line_bits),
+            "next_view": In(1), "next_write": In(1), "next_id": In(idw), "next_beat": In(4),
+            "next_counts": In(1), "ahead_id": In(idw),
+            "data": In(params.line_bits), "line": Out(params.line_bits),
         })
+
+    def _enables(self, beat, counts, chunks):
+        """The chunks of the line that the slice of ``beat`` covers."""
+        enables = {}
+        for is_counts, (beats, lanes) in view_geometry(self._params).items():
+            per = RESULT_BITS * lanes // self._chunk
+            one = Const((1 << per) - 1, chunks)
+            enables[is_counts] = (one << (beat[:_log2(beats)] * per))[:chunks] \
+                if beats > 1 else one
+        return Mux(counts, enables[True], enables[False]) if True in enables else enables[False]
 
     def elaborate(self, platform):
         m = Module()
         p = self._params
-        chunks = p.line_bits // self._chunk
-        mem = m.submodules.packed = Memory(shape=p.line_bits, depth=p.max_outstanding, init=[])
-        wr = mem.write_port(granularity=self._chunk)
-        rd = mem.read_port(transparent_for=(wr,))
-        # each operand's slice repeated over the line, and its chunks' enables
-        data, enables = {}, {}
-        for is_counts, (beats, lanes) in view_geometry(p).items():
-            width = RESULT_BITS * lanes
-            data[is_counts] = Cat(self.slice[:width] for _ in range(beats))
-            per = width // self._chunk
-            one = Const((1 << per) - 1, chunks)
-            enables[is_counts] = (one << (self.beat[:_log2(beats)] * per))[:chunks] \
-                if beats > 1 else one
-        pick = (lambda d: Mux(self.counts, d[True], d[False])) if True in data else \
-            (lambda d: d[False])
-        w_data, w_en = pick(data), pick(enables)
-        m.d.comb += [wr.addr.eq(self.id), wr.data.eq(w_data),
-                     wr.en.eq(Mux(self.valid, w_en, 0)),
-                     rd.addr.eq(self.next_id)]
         c = self._chunk
-        m.d.comb += self.line.eq(Cat(Mux(w_en[k], w_data[k * c:(k + 1) * c],
-                                         rd.data[k * c:(k + 1) * c]) for k in range(chunks)))
+        chunks = p.line_bits // c
+        groups = min(PACK_GROUPS, chunks)
+        per_group, bits = chunks // groups, p.line_bits // groups
+        geometry = view_geometry(p)
+        # this cycle's controls, registered from the cycle before
+        write, same = Signal(name="pack_write"), Signal(name="pack_same")
+        enables = Signal(chunks, name="pack_enables")
+        m.d.sync += [write.eq(self.next_write),
+                     enables.eq(self._enables(self.next_beat, self.next_counts, chunks)),
+                     same.eq(self.next_id == self.ahead_id)]   # the next beat has this one's ID
+        w_ids = copies(m, "pack_w_id", self.next_id, groups, inverted=False)
+        r_ids = copies(m, "pack_r_id", self.ahead_id, groups, inverted=False)
+        ctls = copies(m, "pack_ctl", Cat(self.next_counts, self.next_view), groups,
+                      inverted=False)
+        line = []
+        for g in range(groups):
+            counts, view = ctls[g][0], ctls[g][1]
+            # the slice repeated over the line, for each operand kind
+            piece = beat_slice(p, self.data, counts)
+            data = {k: Cat(piece[:RESULT_BITS * lanes] for _ in range(beats))
+                    for k, (beats, lanes) in geometry.items()}
+            w_data = Mux(counts, data[True], data[False]) if True in data else data[False]
+            g_data = w_data[g * bits:(g + 1) * bits]
+            mem = m.submodules[f"packed{g}"] = Memory(shape=bits, depth=p.max_outstanding,
+                                                      init=[])
+            wr, rd = mem.write_port(granularity=c), mem.read_port(domain="comb")
+            mine = enables[g * per_group:(g + 1) * per_group]
+            stored = Signal(bits, name=f"pack_line{g}")
+            m.d.comb += [wr.addr.eq(w_ids[g]), wr.data.eq(g_data),
+                         wr.en.eq(Mux(write, mine, 0)), rd.addr.eq(r_ids[g])]
+            for k in range(per_group):
+                at = slice(k * c, (k + 1) * c)
+                # the next beat's stored chunk: this beat's write when it has its ID
+                m.d.sync += stored[at].eq(Mux(write & mine[k] & same, g_data[at],
+                                              rd.data[at]))
+                packed = Mux(mine[k], g_data[at], stored[at])
+                line.append(Mux(view, packed, self.data[g * bits:(g + 1) * bits][at]))
+        m.d.comb += self.line.eq(Cat(line))
         return m

@@ -176,8 +176,9 @@ def test_id_pool_gives_back_at_once(size, cycles, p_take, p_give):
     run_id_pool(size, cycles, p_take, p_give, size)
 
 
-@pytest.mark.parametrize("n, read_cycles", [(4, 1), (32, 1), (32, 2)])
-def test_in_flight_table_places_ids_and_entries(n, read_cycles):
+@pytest.mark.parametrize("n, read_cycles, width", [(4, 1, 8), (32, 1, 8), (32, 2, 8),
+                                                   (32, 1, 300)])
+def test_in_flight_table_places_ids_and_entries(n, read_cycles, width):
     """Reads reserved whenever ``room`` allowed it the cycle before, each
     taking its ID a cycle later and filling its entry some cycles after;
     writes taken whenever ``ok``; random lookups of what is in flight.
@@ -188,8 +189,9 @@ def test_in_flight_table_places_ids_and_entries(n, read_cycles):
     of the count two cycles before, no ID is handed out while in flight,
     and every lookup
     returns the entry written for its ID, ``read_cycles`` (reads) or
-    ``WRITE_LOOKUP_CYCLES`` (writes) later."""
-    dut = InFlightTable(TopParams(max_outstanding=n), read_entry=8, write_entry=8,
+    ``WRITE_LOOKUP_CYCLES`` (writes) later (a read entry of 300 bits: its
+    half chosen by three registers, each for a part of it)."""
+    dut = InFlightTable(TopParams(max_outstanding=n), read_entry=width, write_entry=8,
                         read_cycles=read_cycles)
     rng = random.Random(n + read_cycles)
     cycles = {"read": read_cycles, "write": WRITE_LOOKUP_CYCLES}
@@ -242,7 +244,7 @@ def test_in_flight_table_places_ids_and_entries(n, read_cycles):
             await ctx.tick()
             if taken["read"] is not None:
                 flight["read"][taken["read"]] = None
-                to_fill.append((cycle + rng.randrange(1, 4), taken["read"], rng.getrandbits(8)))
+                to_fill.append((cycle + rng.randrange(1, 4), taken["read"], rng.getrandbits(width)))
             if fill:
                 flight["read"][rid] = rentry
             for wid in written[:-1] if write else written:

@@ -7,7 +7,7 @@ the lines its slices make."""
 import random
 
 import pytest
-from amaranth import Module, Signal
+from amaranth import ClockDomain, Module, Signal
 
 from neuron_fabric.contract.facts import TopParams
 from neuron_fabric.hdl.top.view_pack import BeatTrack, Packer, beat_mask, beat_slice, view_geometry
@@ -46,61 +46,117 @@ def test_mask_and_result_slices(workers):
 
 def test_beat_track_under_interleaving():
     """Each ID's count and poison follow its own beats whatever comes between,
-    back to 0 after its last beat, including the same ID two cycles running."""
+    back to 0 after its last beat, including the same ID two and three
+    cycles running (a lookup's place two cycles later, the updates of every
+    cycle around it forwarded); after reset (at the start and in the middle
+    of bursts) the track clears for MAX_OUTSTANDING cycles and every ID is
+    at its first beat."""
     params = TopParams(line_bits=64, workers=8, max_outstanding=4)
     dut = BeatTrack(params)
     rng = random.Random(1)
     beats_of = 4
+    ends = [beats for beats, _ in view_geometry(params).values()]
 
     async def bench(ctx):
+        # after reset the memory is cleared, one ID a cycle, before any beat
+        for _ in range(params.max_outstanding):
+            assert ctx.get(dut.clearing)
+            await ctx.tick()
+        assert not ctx.get(dut.clearing)
         model = {k: (0, 0) for k in range(4)}
-        prev = None                    # the update of the cycle: (id, last, error)
-        for _ in range(300):
-            ident = rng.randrange(4)
-            ctx.set(dut.lookup_id, ident)
-            if prev is not None:
-                ctx.set(dut.update, 1), ctx.set(dut.id, prev[0])
-                ctx.set(dut.last, prev[1]), ctx.set(dut.error, prev[2])
+        flight = [None, None]          # the IDs looked up one and two cycles before
+        for _ in range(400):
+            # the beat at R1 (looked up two cycles before): its place, and its update
+            at = flight.pop(0)
+            if at is not None:
+                count, poison = model[at]
+                assert (ctx.get(dut.beat), ctx.get(dut.poison_before)) == (count, poison)
+                assert ctx.get(dut.ends) == sum(int(count == b - 1) << k
+                                                for k, b in enumerate(ends))
+                assert [ctx.get(c) for c in dut.beat_copies] == [count] * len(dut.beat_copies)
+                last, error = int(count == beats_of - 1), int(rng.random() < 0.1)
+                ctx.set(dut.update, 1), ctx.set(dut.id, at)
+                ctx.set(dut.last, last), ctx.set(dut.error, error)
+                model[at] = (0, 0) if last else (count + 1, poison | error)
             else:
                 ctx.set(dut.update, 0)
+            # a beat of a burst is never right behind its burst's last beat (the
+            # ID comes back only with a new read); the same ID often
+            ahead = flight[0]
+            banned = ahead if ahead is not None and model[ahead][0] == beats_of - 1 else None
+            allowed = [k for k in range(4) if k != banned]
+            ident = None if rng.random() < 0.15 else \
+                ahead if ahead in allowed and rng.random() < 0.4 else rng.choice(allowed)
+            flight.append(ident)
+            ctx.set(dut.lookup_id, ident if ident is not None else 0)
             await ctx.tick()
-            if prev is not None:
-                k, last, error = prev
-                count, poison = model[k]
-                model[k] = (0, 0) if last else (count + 1, poison | error)
-            count, poison = model[ident]
-            assert (ctx.get(dut.beat), ctx.get(dut.poison_before)) == (count, poison)
-            prev = (ident, int(count == beats_of - 1), int(rng.random() < 0.1)) \
-                if rng.random() < 0.8 else None
+        # a reset in the middle of bursts: cleared again, every ID at its first beat
+        assert any(c for c, _ in model.values())
+        ctx.set(dut.update, 0), ctx.set(domain.rst, 1)
+        await ctx.tick()
+        ctx.set(domain.rst, 0)
+        for _ in range(params.max_outstanding):
+            assert ctx.get(dut.clearing)
+            await ctx.tick()
+        for ident in range(4):
+            ctx.set(dut.lookup_id, ident)
+            await ctx.tick().repeat(2)
+            assert (ctx.get(dut.beat), ctx.get(dut.poison_before)) == (0, 0)
 
-    run_testbenches(dut, bench)
+    top = Module()
+    top.domains.sync = domain = ClockDomain("sync")
+    top.submodules.dut = dut
+    run_testbenches(top, bench)
 
 
 @pytest.mark.parametrize("workers", [4, 16])
 def test_packer_lines(workers):
     """Slices of interleaved bursts make each ID's line: the last beat's line
-    is every earlier slice of its ID in its place and its own."""
+    is every earlier slice of its ID in its place and its own (a slice: the
+    low two bits of each W-bit lane); the line of a beat that is no view's
+    is the core's own (each beat's controls given a cycle ahead, the ID of
+    the one after it two)."""
     params = TopParams(line_bits=64, workers=workers, max_outstanding=4)
     dut = Packer(params)
     rng = random.Random(workers)
     beats, lanes = view_geometry(params)[False]
     width = 2 * lanes
+    order = [rng.randrange(4) for _ in range(160)]
+    plain = [rng.random() < 0.2 for _ in order]         # a beat of a read that is no view
+    places, seen = [], {k: 0 for k in range(4)}
+    for ident, no_view in zip(order, plain):
+        places.append(0 if no_view else seen[ident])
+        seen[ident] = seen[ident] if no_view else (seen[ident] + 1) % beats
+    lines = [rng.getrandbits(64) for _ in order]
+
+    def piece(line):
+        return sum(((line >> (i * workers)) & 3) << (2 * i) for i in range(lanes))
+
+    def controls(n):
+        """(view, store, id, place) of beat n; nothing outside the order."""
+        if not 0 <= n < len(order) or plain[n]:
+            return 0, 0, order[n] if 0 <= n < len(order) else 0, 0
+        return 1, int(places[n] < beats - 1), order[n], places[n]
 
     async def bench(ctx):
         pending = {k: [] for k in range(4)}
-        order = [rng.randrange(4) for _ in range(120)]
-        for n, ident in enumerate(order):
-            piece = rng.getrandbits(width)
-            b = len(pending[ident])
-            ctx.set(dut.valid, b < beats - 1), ctx.set(dut.id, ident), ctx.set(dut.beat, b)
-            ctx.set(dut.counts, 0), ctx.set(dut.slice, piece)
-            ctx.set(dut.next_id, order[n + 1] if n + 1 < len(order) else 0)
-            if b == beats - 1:
-                want = sum(p << (width * k) for k, p in enumerate(pending[ident] + [piece]))
-                assert ctx.get(dut.line) == want, (n, ident)
-                pending[ident] = []
-            else:
-                pending[ident].append(piece)
+        for n in range(-2, len(order)):
+            view, store, ident, place = controls(n + 1)
+            ctx.set(dut.next_view, view), ctx.set(dut.next_write, store)
+            ctx.set(dut.next_id, ident), ctx.set(dut.next_beat, place)
+            ctx.set(dut.next_counts, 0), ctx.set(dut.ahead_id, controls(n + 2)[2])
+            if n >= 0:
+                ident = order[n]
+                ctx.set(dut.data, lines[n])
+                if plain[n]:
+                    assert ctx.get(dut.line) == lines[n], n
+                elif places[n] == beats - 1:
+                    want = sum(p << (width * k)
+                               for k, p in enumerate(pending[ident] + [piece(lines[n])]))
+                    assert ctx.get(dut.line) == want, (n, ident)
+                    pending[ident] = []
+                else:
+                    pending[ident].append(piece(lines[n]))
             await ctx.tick()
 
     run_testbenches(dut, bench)
