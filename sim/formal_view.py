@@ -46,7 +46,8 @@ __all__ = ["ViewPackSpec", "view_pack_job", "DEPTH"]
 #: BMC depth: reset, the beat track's clearing (R is held for its
 #: MAX_OUTSTANDING = 4 cycles and one), and a whole read of the watched ID
 #: (its beats, the read path's stages with the lookup's two cycles, the
-#: core and the DRS queue) with a few cycles of stalls or other IDs' beats.
+#: core and the DRS queue: the cover reaches its DRS at step 15) with a few
+#: cycles of stalls or other IDs' beats.
 DEPTH = 20
 
 
