@@ -226,12 +226,14 @@ def evidence(data):
     fp32 = ", ".join(f"{pm(r['fp32']['accuracy_mean'], r['fp32']['accuracy_std'])}% at {b}"
                      for b, r in e["rows"].get("pairs-hard", {}).items() if "fp32" in r)
     parts = e.get("parts") or []
+
+    def took(q):
+        return (f"{q['wall_seconds'] / 60:.0f} min, {q['jobs']} "
+                f"process{'es' if q['jobs'] > 1 else ''}")
+
     wall = (f"Run in {len(parts)} parts: " + "; ".join(
         f"batch {', '.join(map(str, q['batches']))}{' and the pilot' if q['pilots'] else ''} "
-        f"{q['wall_seconds'] / 60:.0f} min" for q in parts)
-        + f", {e['jobs']} processes each" if len(parts) > 1 else
-        f"Wall time {e['wall_seconds'] / 60:.0f} min, "
-        f"{e['jobs']} process{'es' if e['jobs'] > 1 else ''}")
+        f"{took(q)}" for q in parts) if len(parts) > 1 else f"Wall time {took(e)}")
     lines = [("QUICK SMOKE RUN, not results. " if e.get("quick") else "")
              + f"`pairs-hard` (100 classes) on a normalised CNN (group normalisation; head "
              f"{head:.2%} of {sizes['head'] + sizes['backbone']:,} parameters, ResNet-18's "

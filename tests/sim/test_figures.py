@@ -234,8 +234,10 @@ def test_evidence(tmp_path):
     data.update(jobs=2, parts=[dict(batches=[16], jobs=2, wall_seconds=1800, pilots=True),
                                dict(batches=[64], jobs=2, wall_seconds=1200, pilots=False)])
     _write(tmp_path, "evidence.json", data)
-    assert "Run in 2 parts: batch 16 and the pilot 30 min; batch 64 20 min, 2 processes " \
-           "each:" in figures.render("evidence", tmp_path)
+    data["parts"][1]["jobs"] = 1
+    _write(tmp_path, "evidence.json", data)
+    assert "Run in 2 parts: batch 16 and the pilot 30 min, 2 processes; batch 64 20 min, " \
+           "1 process:" in figures.render("evidence", tmp_path)
     assert "G-Binary-default − always-FP32 -6.50 [-8.00, -5.00] points" in body
     assert "in 5 of 5 seeds" in body and "QUICK" not in body
 
