@@ -12,4 +12,4 @@ import pytest
 @pytest.mark.parametrize("n, read_cycles", [(20, 1), (33, 1), (100, 2)])
 def test_in_flight_table_of_any_size(n, read_cycles, test_module):
     bench = test_module("hdl/top/test_arbiter_pool.py")
-    bench.test_in_flight_table_places_ids_and_entries(n, read_cycles)
+    bench.test_in_flight_table_places_ids_and_entries(n, read_cycles, width=8)
