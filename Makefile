@@ -81,7 +81,7 @@ help:
 	@echo "make report       synth, route, ge, endpoints, sky130 -> build/reports/hardware.md with plots"
 	@echo "make pilots       control-plane pilots (Fig. 6 recovery, live ladder, late update) -> build/reports/pilots.*"
 	@echo "make train-rtl    training with the exported top under Verilator in the loop, against the device model"
-	@echo "make figures      rewrite README's figure blocks from build/reports/*.json (absent ones kept)"
+	@echo "make figures      rewrite the figure blocks of README and docs/*.md from build/reports/*.json (absent ones kept)"
 	@echo "make configs      every legal parameter set exported, linted and run against the device model"
 	@echo "                  -> build/reports/configs.{md,json}"
 	@echo "SMOKE=1           any target in its quick form (the smallest configuration, a few steps)"
