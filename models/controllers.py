@@ -18,7 +18,7 @@ from neuron_fabric.contract.facts import WORKERS_CHOICES, Operand, count_geometr
 from neuron_fabric.contract.regmap import count_total_max
 
 __all__ = ["MAX_RANKS_PER_CONTROLLER", "MAX_CONTROLLERS", "ControllerSplit", "controller_slots",
-           "controller_workers", "level2_operand", "plan_controllers", "largest_world",
+           "controller_workers", "level2_operand", "balanced", "plan_controllers", "largest_world",
            "check_line_bits"]
 
 #: Largest ranks per controller (W = 16, contract section 1).
@@ -155,7 +155,7 @@ def _fit(sizes, line_bits):
     return None if operand is None else ControllerSplit(tuple(sizes), workers, copies, operand)
 
 
-def _balanced(world, controllers):
+def balanced(world, controllers):
     """``world`` ranks in ``controllers`` controllers whose sizes differ by at
     most one, the larger first."""
     size, extra = divmod(world, controllers)
@@ -178,7 +178,7 @@ def largest_world(line_bits=512):
 
 def _default_split(world, line_bits):
     for controllers in range(1, min(world, MAX_CONTROLLERS) + 1):
-        split = _fit(_balanced(world, controllers), line_bits)
+        split = _fit(balanced(world, controllers), line_bits)
         if split is not None:
             return split
     return None

@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, WORKERS_CHOICES, count_geometry
-from neuron_fabric.models.controllers import plan_controllers
+from neuron_fabric.models.controllers import balanced, plan_controllers
 from neuron_fabric.models.commtime import PACKED_VIEW_BITS, CommParams
 from neuron_fabric.models.envelope.params import ANCHOR
 
@@ -90,13 +90,6 @@ class Links:
         return c
 
 
-def _sizes(n_workers, controllers):
-    """Ranks of each of ``controllers`` controllers of ``n_workers`` ranks, as
-    the hook splits them: sizes differing by at most one, the larger first."""
-    size, extra = divmod(n_workers, controllers)
-    return (size + 1,) * extra + (size,) * (controllers - extra)
-
-
 def _ring(n_workers, nbytes):
     """Bytes one worker sends (and receives) in a ring all-reduce of ``nbytes``."""
     return 2 * (n_workers - 1) * nbytes / n_workers
@@ -123,7 +116,7 @@ def peer_bytes(peer, elements, n_workers, controllers=1, line_bytes=64):
     elif peer == "low-bit-ring":
         out["net_sent"] = (big_n - 1) / big_n * n * (math.ceil(math.log2(big_n + 1)) + 1) / 8
     elif peer == "fp32-pool":
-        r = max(_sizes(big_n, controllers))      # the busiest controller's ranks
+        r = max(balanced(big_n, controllers))    # the busiest controller's ranks
         lines = -(-n // (line_bytes // r // 4))  # a controller's lines, R segments each
         out.update(pool_write=lines * line_bytes / r, pool_read=controllers * lines * line_bytes)
         out["phases"] = [(out["pool_write"], r * lines), (out["pool_read"], big_n * lines)]
@@ -137,7 +130,7 @@ def peer_bytes(peer, elements, n_workers, controllers=1, line_bytes=64):
 
 def _low_bit(out, peer, n, big_n, controllers, line_bytes):
     line_bits = 8 * line_bytes
-    sizes = _sizes(big_n, controllers)
+    sizes = tuple(balanced(big_n, controllers))
     split = plan_controllers(big_n, line_bits, ranks_per_controller=sizes)   # the hook's
     r = max(sizes)                               # the busiest controller's ranks
     w = split.workers
