@@ -5,7 +5,8 @@ checks of its arguments (:func:`policy_of`: a group's policy from a mode
 name; how the ranks share controllers is
 :mod:`neuron_fabric.models.controllers`'s).  The values the hook hands its
 caller: :class:`Event` (a mode change), :class:`StepTraffic` (one rank's
-bytes of one step) and :class:`RankLostError` (a failed collective).  No torch here: the options can be built and checked without it.
+bytes of one step) and :class:`RankLostError` (a failed collective).  No
+torch here: the options can be built and checked without it.
 """
 
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from neuron_fabric.contract.facts import LINE_BITS_CHOICES, Layout
 from neuron_fabric.host.runtime import GroupPolicy
 
 __all__ = ["RankLostError", "Event", "StepTraffic", "policy_of", "FabricConfig"]
+
 
 class RankLostError(RuntimeError):
     """A collective of the hook failed or timed out: names the ranks that did
@@ -46,8 +48,9 @@ class StepTraffic:
     ``pool_write``, ``pool_read``: what a CXL pool would move for this rank's
     low-bit groups (its own segments written, 1 bit per element, padding
     included; the response lines it reads: W-bit lanes, 32-bit lanes on
-    the level-2 read, or 2 bits an element through a packed view).  ``fp32_elements``: elements on the FP32 path (an
-    FP32 pool would move 4 bytes each way per element).  ``low_elements``:
+    the level-2 read, or 2 bits an element through a packed view).
+    ``fp32_elements``: elements on the FP32 path (an FP32 pool would move
+    4 bytes each way per element).  ``low_elements``:
     elements on a low-bit path.  ``gathered``: bytes this rank sent in
     all-gathers of segments (the cross-host pool; 0 on shared memory).
     """
