@@ -7,7 +7,8 @@ of views are issued on free IDs, each owed B beats; the R channel gives
 any beat (any data, any RRESP) of any ID that is still owed one, so bursts
 of different IDs interleave freely; the entry of each ID is constant
 (``AnyConst``: G-Binary or G-Ternary PATTERN over SIGNS, element-major,
-any mask, any format, which the view ignores), and its tag is its ID.  One
+any mask, any format, which the view ignores; stored as the request
+pipeline stores it, ``request_layout.stored_entry``), and its tag is its ID.  One
 ID (``AnyConst``) is watched: the model keeps its beats in order, and when
 its DRS is taken the response must be poisoned exactly when one of its
 beats was an error and, when not, must be the 2-bit results
@@ -35,7 +36,7 @@ from neuron_fabric.contract.paths import BUILD
 from neuron_fabric.hdl.datapath import Datapath
 from neuron_fabric.hdl.top.cfg import CfgLayout
 from neuron_fabric.hdl.top.read_path import ReadPath
-from neuron_fabric.hdl.top.request_layout import read_entry
+from neuron_fabric.hdl.top.request_layout import read_entry, stored_entry
 from neuron_fabric.hdl.top.top import Top
 from neuron_fabric.hdl.top.view_pack import VIEW_LOOKUP_CYCLES
 from neuron_fabric.sim.formal import ENGINE
@@ -83,7 +84,8 @@ class ViewPackSpec(Elaboratable):
         m.d.comb += [cfg.mode.eq(Mux(ternary[looked], Mode.GTERNARY, Mode.GBINARY)),
                      cfg.format.eq(fmt), cfg.gate_kind.eq(GateKind.PATTERN), cfg.period.eq(3),
                      cfg.keep.eq(2)]
-        entry = read_entry(m, p, looked, cfg, masks[looked], Const(0, 1), Const(1, 1))
+        entry = stored_entry(m, p, read_entry(m, p, looked, cfg, masks[looked], Const(0, 1),
+                                              Const(1, 1)))
         m.d.comb += [read.lookup.entry.eq(entry), read.devload.eq(0)]
 
         # the model: IDs in flight (issued, not retired), beats owed per ID

@@ -22,13 +22,18 @@ fed from R1 and written into its queue straight from its output.
 With the packed view (contract section 6) a view's beats take the core
 route, errors included: R1 finds each beat's place in its burst
 (``view_pack.BeatTrack``) and hands the core the SIGN format and the
-beat's slice of the entry's mask; after the core, beside which the
-beat's place and poison are delayed, ``view_pack.Packer`` puts its
-slice into the ID's line, and only the burst's last beat goes into the
-core queue, with the whole line.  A build with the view looks an R beat up in two
-cycles (``view_pack.VIEW_LOOKUP_CYCLES``: the table's entry and the
-beat's place both registers at R1), and holds R after reset while the
-beat track clears its memory.  The ID is retired at R1 with the last
+beat's slice of the mask (the entry stores it arranged so that each
+lane's bit is a choice by the beat alone, ``view_pack.lane_mask``);
+after the core, beside which the beat's place and poison are delayed,
+``view_pack.Packer`` puts its slice into the ID's line, and only the
+burst's last beat goes into the core queue, with the whole line.  A
+build with the view looks an R beat up in two cycles
+(``view_pack.VIEW_LOOKUP_CYCLES``: the table's entry and the beat's place
+both registers at R1), packs a cycle after the core
+(``view_pack.PACK_CYCLES``: the slice registered on its way across the
+line), with the bypass line delayed as long beside it (so a low-bit read
+still takes exactly STAGES cycles more than a BYPASS read), and holds R
+after reset while the beat track clears its memory.  The ID is retired at R1 with the last
 beat.  The beats a view absorbs give their credit back when they leave
 the core (one a cycle with DRS's: one owed when both come together).
 
@@ -38,11 +43,11 @@ core runs with ``out_ready`` high and never stalls) and no clock enable
 sits on the wide registers before the queues.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from neuron_fabric.contract.facts import COUNT_LANE_BITS, DRS_MEMDATA, Format, Mode, Operand
+from neuron_fabric.contract.facts import COUNT_LANE_BITS, DRS_MEMDATA, Mode
 from neuron_fabric.hdl.top.bus import DrsLayout, OKAY
 from neuron_fabric.hdl.hierarchy.count_steps import LIMITS_BITS
 from neuron_fabric.hdl.prims.credit import credit_ready
@@ -51,8 +56,9 @@ from neuron_fabric.hdl.top.drs_arbiter import DrsArbiter
 from neuron_fabric.hdl.top.inflight import response_members
 from neuron_fabric.hdl.prims.pipe import copies, delay, register
 from neuron_fabric.hdl.top.request import ReadCfgLayout, ReadEntryLayout
-from neuron_fabric.hdl.top.view_pack import (MASK_COPIES, VIEW_LOOKUP_CYCLES, BeatTrack, Packer,
-                                             beat_mask, read_lookup_cycles, view_geometry)
+from neuron_fabric.hdl.top.view_pack import (MASK_COPIES, PACK_CYCLES, VIEW_LOOKUP_CYCLES,
+                                             BeatTrack, Packer, counts_copies, lane_mask,
+                                             read_lookup_cycles, view_geometry)
 
 __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
 
@@ -152,8 +158,15 @@ class ReadPath(wiring.Component):
         """Beats between ``r_ready`` and DRS: the credit window, as small as
         keeps a beat a cycle with DRS ready (the core's STAGES, the eight
         cycles of the registers around it, of the queue and of the credit
-        seeing a line leave a cycle late; one more for a lookup of two)."""
-        return self._params.stages + 7 + self._lookup_cycles
+        seeing a line leave a cycle late; one more for a lookup of two, and
+        the view's packing cycles)."""
+        return self._params.stages + 7 + self._lookup_cycles + self._pack_cycles
+
+    @property
+    def _pack_cycles(self):
+        """Cycles the view's packing adds after the core, and on the bypass
+        route beside it (:data:`.view_pack.PACK_CYCLES`, 0 without the view)."""
+        return PACK_CYCLES if self._view else 0
 
     def elaborate(self, platform):
         m = Module()
@@ -162,10 +175,16 @@ class ReadPath(wiring.Component):
                                             slices=QUEUE_SLICES, groups=QUEUE_GROUPS)
         drs_take = self.drs.valid & self.drs.ready
         core_in, r2_bypass, r2_err, view, hold = self._routes(m)
+        # the bypass line, as many cycles later as the view's packing makes the core's
+        bypass = delay(m, "bypass_pack", {"valid": r2_bypass,
+                                          "line": Cat(core_in.data, core_in.tag, r2_err)},
+                       self._pack_cycles)
+        bypass_valid, bypass_line = bypass["valid"], bypass["line"]
         core_valid, core_line, core_poison = self.from_core.valid, self.from_core.payload.data, 0
+        core_tag = self.from_core.payload.tag
         give = drs_take
         if view is not None:
-            core_valid, core_line, core_poison, absorbed = self._pack(m, view)
+            core_valid, core_line, core_tag, core_poison, absorbed = self._pack(m, view)
             give = _owed_give(m, self.depth, drs_take, absorbed)
         m.d.comb += self.r_ready.eq(credit_ready(m, self.depth, self.r_valid, give, hold=hold,
                                                  late_give=True, late_admit=True))
@@ -175,9 +194,9 @@ class ReadPath(wiring.Component):
         m.d.comb += [
             self.from_core.ready.eq(1),
             drs.core_valid.eq(core_valid),
-            drs.core_data.eq(Cat(core_line, self.from_core.payload.tag, core_poison)),
-            drs.bypass_valid.eq(r2_bypass),
-            drs.bypass_data.eq(Cat(core_in.data, core_in.tag, r2_err)),
+            drs.core_data.eq(Cat(core_line, core_tag, core_poison)),
+            drs.bypass_valid.eq(bypass_valid),
+            drs.bypass_data.eq(bypass_line),
             self.drs.valid.eq(drs.valid), drs.ready.eq(self.drs.ready),
             self.drs.payload.data.eq(line.data), self.drs.payload.tag.eq(line.tag),
             self.drs.payload.poison.eq(line.poison),
@@ -209,16 +228,14 @@ class ReadPath(wiring.Component):
             r1_valid, r1_err, r1_data = valid, err, line
         entry = self.lookup.entry
         bypass = (entry.cfg.mode == Mode.BYPASS) | r1_err
-        cfg, mask, view, hold = entry.cfg, entry.mask[:p.lanes], None, None
+        mask, view, hold = entry.mask[:p.lanes], None, None
         if self._view:
             view, track = self._track(m, r1_valid, r1_err, entry)
             bypass = bypass & ~entry.view
-            cfg = Signal(ReadCfgLayout(p), name="r1_cfg")
-            m.d.comb += [cfg.eq(entry.cfg), cfg.format.eq(Mux(entry.view, Format.SIGN,
-                                                               entry.cfg.format))]
-            # lane i's slice steered by copy i mod MASK_COPIES of the beat
-            slices = [beat_mask(p, entry.mask, b, view["counts"]) for b in track.beat_copies]
-            mask = Mux(entry.view, Cat(slices[i % MASK_COPIES][i] for i in range(p.lanes)), mask)
+            # (a view's format is SIGN in its entry, and its mask arranged so
+            # that each lane's bit is a choice by the beat alone)
+            mask = lane_mask(p, entry.mask, track.beat_copies,
+                             counts_copies(entry.counts)[:MASK_COPIES])
             hold = track.clearing
 
         core_in = Signal(CoreInLayout(p), reset_less=True)
@@ -226,7 +243,7 @@ class ReadPath(wiring.Component):
         r2_err = Signal(reset_less=True)
         m.d.sync += [r2_core.eq(r1_valid & ~bypass), r2_bypass.eq(r1_valid & bypass),
                      core_in.data.eq(r1_data), core_in.tag.eq(entry.tag),
-                     core_in.cfg.eq(cfg), core_in.mask.eq(mask), r2_err.eq(r1_err)]
+                     core_in.cfg.eq(entry.cfg), core_in.mask.eq(mask), r2_err.eq(r1_err)]
         if view is not None:
             view = [view, register(m, "r2_view", view)]
         m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in)]
@@ -255,7 +272,7 @@ class ReadPath(wiring.Component):
         r0_id = copies(m, "r0_view_id", self.r_id, 1)[0]
         r1_id = delay(m, "r1_id", r0_id, self._lookup_cycles)
         geometry = view_geometry(p)
-        counts = (entry.cfg.operand != Operand.SIGNS) if True in geometry else Const(0, 1)
+        counts = counts_copies(entry.counts)[MASK_COPIES]
         end = Mux(counts, track.ends[1], track.ends[0]) if True in geometry else track.ends[0]
         last = ~entry.view | end
         poison = track.poison_before | r1_err
@@ -266,24 +283,24 @@ class ReadPath(wiring.Component):
                 "poison": poison, "counts": counts}, track
 
     def _pack(self, m, view):
-        """After the core (its STAGES, the view's values of R1 and R2
-        delayed beside it): a view's beat into its line
-        (:class:`.view_pack.Packer`, its controls a cycle ahead and the ID
-        of the beat after two).  Returns what goes to the core queue (valid:
-        a line that is no view's, or a view's last beat; the line; poison)
-        and whether a beat was absorbed."""
+        """After the core (its STAGES, the view's values of R2 delayed beside
+        it): a view's beat into its line (:class:`.view_pack.Packer`, its
+        controls a cycle ahead, its line :data:`.view_pack.PACK_CYCLES`
+        after the core's).  Returns what goes to the core queue (valid: a
+        line that is no view's, or a view's last beat; the line, its tag;
+        poison) and whether a beat was absorbed."""
         p = self._params
         packer = m.submodules.packer = Packer(p)
-        r1, r2 = view
-        ahead = delay(m, "view_core", r2, p.stages - 2) if p.stages > 1 else r1
-        before = register(m, "view_next", ahead) if p.stages > 1 else r2
-        at = register(m, "view_out", {k: before[k] for k in ("valid", "last", "poison")})
+        _, r2 = view
+        before = delay(m, "view_next", r2, p.stages - 1)
         out = self.from_core
         m.d.comb += [packer.next_view.eq(before["valid"]),
                      packer.next_write.eq(before["valid"] & ~before["last"]),
                      packer.next_id.eq(before["id"]), packer.next_beat.eq(before["beat"]),
-                     packer.next_counts.eq(before["counts"]), packer.ahead_id.eq(ahead["id"]),
-                     packer.data.eq(out.payload.data)]
-        packed = at["valid"]
-        return (out.valid & (~packed | at["last"]), packer.line,
-                packed & at["poison"], out.valid & packed & ~at["last"])
+                     packer.next_counts.eq(before["counts"]), packer.data.eq(out.payload.data)]
+        at = {**delay(m, "view_out", {k: before[k] for k in ("valid", "last", "poison")},
+                      1 + PACK_CYCLES),
+              **delay(m, "core_out", {"out": out.valid, "tag": out.payload.tag}, PACK_CYCLES)}
+        packed, valid = at["valid"], at["out"]
+        return (valid & (~packed | at["last"]), packer.line, at["tag"],
+                packed & at["poison"], valid & packed & ~at["last"])

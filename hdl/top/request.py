@@ -57,7 +57,7 @@ from neuron_fabric.hdl.top.gate import FIXED_PATTERN, gate_mask_steps, slices
 from neuron_fabric.hdl.top.inflight import ReadAllocSignature, ReserveSignature
 from neuron_fabric.hdl.hierarchy.count_steps import staged_limits
 from neuron_fabric.hdl.top.request_layout import (Kind, ReadCfgLayout, ReadEntryLayout, RequestLayout, answered_here,
-                                                  classify, read_entry)
+                                                  classify, read_entry, stored_entry)
 from neuron_fabric.hdl.top.phase import MODULI, reduce_small
 from neuron_fabric.hdl.prims.pipe import Line, copies, delay, register
 from neuron_fabric.hdl.top.region import chunk_compare, combine, compare_steps, first, match, select_final, \
@@ -203,8 +203,8 @@ class RequestPipeline(wiring.Component):
         fill = Signal(name="fill_entry")
         m.d.sync += fill.eq(line.valid & (line.fields["kind"] == Kind.READ))
         _, last = line.step(fields={"entry": entry}, drop=("tag", "addr", "cfg", "view"))
-        m.d.comb += [self.alloc.fill.eq(fill),
-                     self.alloc.fill_id.eq(last["id"]), self.alloc.entry.eq(last["entry"])]
+        m.d.comb += [self.alloc.fill.eq(fill), self.alloc.fill_id.eq(last["id"]),
+                     self.alloc.entry.eq(stored_entry(m, p, last["entry"]))]
         self._issue(m, line)
         m.d.comb += drained.eq(~Cat(*(valid for valid, _ in
                                       line.stages[:self._first_stage + 1])).any())

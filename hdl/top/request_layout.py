@@ -2,18 +2,20 @@
 from its opcode), the classified request for issue, and what the
 in-flight table remembers of a read."""
 
-from amaranth import Signal
+from amaranth import Const, Mux, Signal
 from amaranth.lib import data
 
-from neuron_fabric.contract.facts import CXL_ADDR_BITS, profile_named, ReqOpcode
+from neuron_fabric.contract.facts import CXL_ADDR_BITS, Format, Operand, profile_named, ReqOpcode
 from neuron_fabric.contract.regmap import HIERARCHY_CFG_FIELDS
 from neuron_fabric.hdl.top.cfg import CfgLayout
 from neuron_fabric.hdl.top.gate import mask_lanes
 from neuron_fabric.hdl.hierarchy.count_steps import LIMITS_BITS
 from neuron_fabric.hdl.hierarchy.unit import permutes
+from neuron_fabric.hdl.top.view_pack import (arrange_mask, COUNTS_COPIES, counts_copies,
+                                             stored_counts)
 
-__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "read_entry", "ARLEN_BITS",
-           "classify", "answered_here"]
+__all__ = ["Kind", "ReadCfgLayout", "RequestLayout", "ReadEntryLayout", "read_entry",
+           "stored_entry", "ARLEN_BITS", "classify", "answered_here"]
 
 
 class Kind:
@@ -57,13 +59,17 @@ def ReadEntryLayout(params):
     ``gate_margin`` too ``limits``, the count unit's MARGIN-gate limits
     (:func:`.count_steps.margin_limits` of its CFG).  Both are formed when
     the request is accepted, so that the read path copies them from
-    registers with no logic between."""
+    registers with no logic between.  With ``packed_view``: ``view``, the
+    read is a view's burst, and ``counts``, a view of count lines
+    (:func:`.view_pack.stored_counts`, copies); a view's ``cfg.format`` is
+    SIGN (its beats go through the core so), and its ``mask`` is stored
+    arranged (:func:`stored_entry`)."""
     has = profile_named(params.profile).has
     extra = {"permute": 1} if has("hierarchy") else {}
     if has("hierarchy") and has("gate_margin"):
         extra["limits"] = LIMITS_BITS
     if has("packed_view"):
-        extra["view"] = 1
+        extra.update({"view": 1, "counts": COUNTS_COPIES})
     return data.StructLayout({"tag": 16, "cfg": ReadCfgLayout(params),
                               "mask": mask_lanes(params), **extra})
 
@@ -81,8 +87,24 @@ def read_entry(m, params, tag, cfg, mask, limits=None, view=None):
     if "limits" in members:
         m.d.comb += entry.limits.eq(limits)
     if "view" in members:
-        m.d.comb += entry.view.eq(view)
+        counts = view & (cfg.operand != Operand.SIGNS) if "permute" in members else Const(0, 1)
+        m.d.comb += [entry.view.eq(view), entry.counts.eq(stored_counts(counts)),
+                     entry.cfg.format.eq(Mux(view, Format.SIGN, cfg.format))]
     return entry
+
+
+def stored_entry(m, params, entry):
+    """What the in-flight table stores of a read's (registered) ``entry``:
+    the entry, with the packed view its mask arranged by the view's operand
+    kind (:func:`.view_pack.arrange_mask`, steered by the entry's copies of
+    ``counts``)."""
+    if "view" not in ReadEntryLayout(params).members:
+        return entry
+    entry = data.View(ReadEntryLayout(params), entry)
+    stored = Signal(ReadEntryLayout(params), name="stored_entry")
+    m.d.comb += [stored.eq(entry),
+                 stored.mask.eq(arrange_mask(params, entry.mask, counts_copies(entry.counts)))]
+    return stored
 
 
 def answered_here(kind):

@@ -6,14 +6,17 @@ other IDs may come between them, so the read path keeps, per ID:
   registers: one ID's count and poison flag a cycle after its lookup,
   with the beat one cycle ahead forwarded from registers);
 * the packed line so far, memories of MAX_OUTSTANDING lines written a
-  ``LINE_BITS / B`` slice a beat (:class:`Packer`).
+  ``LINE_BITS / B`` slice a beat (:class:`Packer`, a cycle after the
+  core).
 
 Beat ``b`` of a view read goes through the core in the SIGN format with
-the slice ``[b*E', (b+1)*E')`` of the entry's mask (:func:`beat_mask`),
-and the low two bits of each of its E' output lanes are its slice of the
-view line (:func:`beat_slice`): bits ``[2t, 2t+2)`` for element ``t =
-b*E' + i``.  The burst's last beat completes the line, which goes to DRS
-with the poison of all its beats; the others are absorbed.
+the slice ``[b*E', (b+1)*E')`` of the view line's mask (the entry stores
+the mask arranged so that each lane's bit is a choice by the beat alone:
+:func:`arrange_mask`, :func:`lane_mask`), and the low two bits of each
+of its E' output lanes are its slice of the view line
+(:func:`beat_slice`): bits ``[2t, 2t+2)`` for element ``t = b*E' + i``.
+The burst's last beat completes the line, which goes to DRS with the
+poison of all its beats; the others are absorbed.
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal
@@ -22,12 +25,12 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, profile_named, Operand, view_beats
-from neuron_fabric.hdl.prims.pipe import copies
+from neuron_fabric.hdl.prims.pipe import copies, register
 from neuron_fabric.hdl.top.cfg import has_view
 
-__all__ = ["view_geometry", "beat_mask", "beat_slice", "BeatTrack", "Packer", "RESULT_BITS",
-           "PACK_GROUPS", "MASK_COPIES", "VIEW_LOOKUP_CYCLES",
-           "read_lookup_cycles"]
+__all__ = ["view_geometry", "mask_slot", "arrange_mask", "lane_mask", "beat_slice", "BeatTrack",
+           "Packer", "RESULT_BITS", "PACK_GROUPS", "PACK_CYCLES", "MASK_COPIES", "COUNTS_COPIES",
+           "stored_counts", "counts_copies", "VIEW_LOOKUP_CYCLES", "read_lookup_cycles"]
 
 #: Bits of one element's result in a view line (contract section 6.2).
 RESULT_BITS = 2
@@ -46,6 +49,27 @@ def read_lookup_cycles(params):
 #: Copies of a view beat's index that steer the choice of its mask, each a
 #: part of the lanes.
 MASK_COPIES = 4
+
+#: Copies of a read's "view of count lines" bit its in-flight entry holds:
+#: one for each of the :data:`MASK_COPIES` parts of the lanes, and one for
+#: the beat's controls (:func:`counts_copies`).
+COUNTS_COPIES = MASK_COPIES + 1
+
+
+def stored_counts(counts):
+    """The entry's :data:`COUNTS_COPIES` copies of ``counts``, odd ones
+    inverted (so that no two neighbouring copies are equal nets that
+    synthesis would merge)."""
+    return Cat(~counts if k & 1 else counts for k in range(COUNTS_COPIES))
+
+
+def counts_copies(stored):
+    """The copies of :func:`stored_counts` as they were given."""
+    return [~stored[k] if k & 1 else stored[k] for k in range(COUNTS_COPIES)]
+
+#: Cycles from a beat's line leaving the core to its packed line
+#: (:class:`Packer`).
+PACK_CYCLES = 1
 
 #: Memories the packed lines are cut into, each with its own copies of the
 #: IDs (at most 4: :func:`.prims.pipe.copies` without inversion).
@@ -66,16 +90,74 @@ def _log2(n):
     return n.bit_length() - 1
 
 
-def beat_mask(params, mask, beat, counts):
-    """The core's E-bit PATTERN mask for beat ``beat`` of a view read from
-    the entry's ``mask`` (``LINE_BITS / 2`` bits, one per element of the
-    view line): its slice ``[b*E', (b+1)*E')`` in the low E' bits."""
+def _slot_geometry(params):
+    """``(Bs, Es, Bc, Ec)``: beats and lanes of a view read of signs and of
+    counts (the signs' again in a build without the count operands)."""
     geometry = view_geometry(params)
-    picks = {}
-    for is_counts, (beats, lanes) in geometry.items():
-        part = mask.word_select(beat[:_log2(beats)], lanes) if beats > 1 else mask[:lanes]
-        picks[is_counts] = Cat(part, Const(0, params.lanes - lanes))
-    return Mux(counts, picks[True], picks[False]) if True in picks else picks[False]
+    bs, es = geometry[False]
+    bc, ec = geometry.get(True, geometry[False])
+    return bs, es, bc, ec
+
+
+def mask_slot(params, lane, beat):
+    """Where the stored mask (:func:`arrange_mask`) holds lane ``lane``'s
+    bit for beat ``beat``: lane ``i < Ec`` has the ``Bc`` slots ``[i*Bc,
+    (i+1)*Bc)``, one a beat (a count view's beats, of which a sign view's
+    use the first ``Bs``); each lane ``L >= Ec`` (sign views alone) has
+    ``Bs`` of the slots the first ``Ec`` lanes' sign views leave free, in
+    order."""
+    bs, _, bc, ec = _slot_geometry(params)
+    if lane < ec:
+        return lane * bc + beat
+    free = (lane - ec) * bs + beat
+    return (free // (bc - bs)) * bc + bs + free % (bc - bs)
+
+
+def arrange_mask(params, mask, counts):
+    """The mask a read's in-flight entry stores, from the mask the request
+    pipeline formed (``LINE_BITS / 2`` bits, one per element of a view
+    line; a read that is no view uses the first E) and ``counts`` (a view
+    of count lines; one Value, or copies that each steer a share of the
+    slots): slot :func:`mask_slot` ``(lane, b)`` holds the bit of element
+    ``b*E' + lane`` for the view's operand kind, so that the read path
+    chooses each lane's bit by the beat alone (:func:`lane_mask`), with no
+    choice by the operand on its way.  A read that is no view is arranged
+    as a sign view, whose beat 0 gives lane ``i`` bit ``i``."""
+    bs, es, bc, ec = _slot_geometry(params)
+    size = bs * es
+    signs, by_counts = [None] * size, [None] * size
+    for lane in range(es):
+        for b in range(bs):
+            signs[mask_slot(params, lane, b)] = mask[b * es + lane]
+    for lane in range(ec):
+        for b in range(bc):
+            by_counts[mask_slot(params, lane, b)] = mask[b * ec + lane]
+    if not isinstance(counts, (list, tuple)):
+        counts = [counts]
+    return Cat(Mux(counts[s * len(counts) // size], by_counts[s], signs[s])
+               for s in range(size))
+
+
+def lane_mask(params, stored, beats, counts):
+    """The core's E-bit PATTERN mask for a beat of a read from the entry's
+    ``stored`` mask (:func:`arrange_mask`): lane ``L`` takes slot
+    :func:`mask_slot` ``(L, beat)``, and lanes ``L >= Ec`` are 0 for a view
+    of count lines (``counts``).  ``beats`` and ``counts`` are copies of the
+    beat's index and of ``counts`` (lane ``L`` steered by copy ``L mod``
+    each's number), as registers: each lane's bit is one choice of the
+    stored bits by the beat, with no other select."""
+    bs, es, bc, ec = _slot_geometry(params)
+    lanes = []
+    for lane in range(es):
+        beat = beats[lane % len(beats)]
+        if lane < ec:
+            slots = stored[lane * bc:(lane + 1) * bc]
+            lanes.append(slots.bit_select(beat[:_log2(bc)], 1) if bc > 1 else slots)
+        else:
+            slots = Cat(stored[mask_slot(params, lane, b)] for b in range(bs))
+            bit = slots.bit_select(beat[:_log2(bs)], 1) if bs > 1 else slots
+            lanes.append(bit & ~counts[lane % len(counts)])
+    return Cat(lanes)
 
 
 def beat_slice(params, line, counts):
@@ -204,18 +286,21 @@ class BeatTrack(wiring.Component):
 class Packer(wiring.Component):
     """The packed lines of the view reads in flight, one per AXI ID.
 
-    Each cycle a beat leaves the core (its line ``data``), the low two
-    bits of its lanes (:func:`beat_slice`) go to its place of the line of
-    its ID, and ``line`` is that line (the slices stored for the ID with
-    this one in its place) for a view's beat, else ``data``.  The beat's
-    controls come a cycle ahead (``next_*``: whether it is a view's, its
-    ID, place, operand kind and whether its slice is stored, not for a
-    burst's last beat), and the ID of the beat after it two cycles ahead
-    (``ahead_id``), so that everything that steers the memory and the
-    choices is a register: the memory is :data:`PACK_GROUPS` memories,
-    each with its own copies of the IDs and controls (so no net of them
-    spans the line), read into registers that see the write of their
-    cycle.
+    A beat's line ``data`` comes from the core in cycle t, and ``line`` is
+    its result in cycle t+1 (:data:`PACK_CYCLES`): for a view's beat the
+    line of its ID (the slices stored for the ID with this one in its
+    place), else ``data``.  The beat's slice (:func:`beat_slice`, the low
+    two bits of its lanes, repeated over the line) is registered in cycle
+    t, so the long way of each lane's two bits to their places in the line
+    ends in a register, and written into its place of the ID's line in
+    cycle t+1.  The beat's controls come a cycle ahead of its data
+    (``next_*``: whether it is a view's, its ID, place, operand kind and
+    whether its slice is stored, not for a burst's last beat) and are
+    registered twice, so that everything that steers the memory and the
+    choices is a register: the memory is :data:`PACK_GROUPS` memories, each
+    with its own copies of the IDs and controls (so no net of them spans
+    the line), read in cycle t at the beat's ID into registers that see the
+    write of their cycle (the beat before's, when it has its ID).
 
     Parameters
     ----------
@@ -229,7 +314,7 @@ class Packer(wiring.Component):
         idw = params.id_bits
         super().__init__({
             "next_view": In(1), "next_write": In(1), "next_id": In(idw), "next_beat": In(4),
-            "next_counts": In(1), "ahead_id": In(idw),
+            "next_counts": In(1),
             "data": In(params.line_bits), "line": Out(params.line_bits),
         })
 
@@ -251,38 +336,42 @@ class Packer(wiring.Component):
         groups = min(PACK_GROUPS, chunks)
         per_group, bits = chunks // groups, p.line_bits // groups
         geometry = view_geometry(p)
-        # this cycle's controls, registered from the cycle before
-        write, same = Signal(name="pack_write"), Signal(name="pack_same")
-        enables = Signal(chunks, name="pack_enables")
+        # cycle t (the beat's data): its controls, registered from the cycle before
+        write, enables = Signal(name="pack_write"), Signal(chunks, name="pack_enables")
         m.d.sync += [write.eq(self.next_write),
-                     enables.eq(self._enables(self.next_beat, self.next_counts, chunks)),
-                     same.eq(self.next_id == self.ahead_id)]   # the next beat has this one's ID
-        w_ids = copies(m, "pack_w_id", self.next_id, groups, inverted=False)
-        r_ids = copies(m, "pack_r_id", self.ahead_id, groups, inverted=False)
+                     enables.eq(self._enables(self.next_beat, self.next_counts, chunks))]
+        ids = copies(m, "pack_id", self.next_id, groups, inverted=False)
         ctls = copies(m, "pack_ctl", Cat(self.next_counts, self.next_view), groups,
                       inverted=False)
+        # cycle t+1: the same a cycle later, and whether the next beat has its ID
+        same = Signal(name="pack_same")
+        m.d.sync += same.eq(ids[0] == self.next_id)
+        write, enables = register(m, "pack_write_b", write), register(m, "pack_enables_b", enables)
+        w_ids = [register(m, f"pack_w_id{g}", ids[g]) for g in range(groups)]
+        views = [register(m, f"pack_view{g}", ctls[g][1]) for g in range(groups)]
         line = []
         for g in range(groups):
-            counts, view = ctls[g][0], ctls[g][1]
-            # the slice repeated over the line, for each operand kind
-            piece = beat_slice(p, self.data, counts)
+            # the slice repeated over the line, for each operand kind; registered
+            piece = beat_slice(p, self.data, ctls[g][0])
             data = {k: Cat(piece[:RESULT_BITS * lanes] for _ in range(beats))
                     for k, (beats, lanes) in geometry.items()}
-            w_data = Mux(counts, data[True], data[False]) if True in data else data[False]
-            g_data = w_data[g * bits:(g + 1) * bits]
+            w_data = Mux(ctls[g][0], data[True], data[False]) if True in data else data[False]
+            g_data = register(m, f"pack_slice{g}", w_data[g * bits:(g + 1) * bits])
+            plain = register(m, f"pack_plain{g}", self.data[g * bits:(g + 1) * bits])
             mem = m.submodules[f"packed{g}"] = Memory(shape=bits, depth=p.max_outstanding,
                                                       init=[])
             wr, rd = mem.write_port(granularity=c), mem.read_port(domain="comb")
             mine = enables[g * per_group:(g + 1) * per_group]
             stored = Signal(bits, name=f"pack_line{g}")
             m.d.comb += [wr.addr.eq(w_ids[g]), wr.data.eq(g_data),
-                         wr.en.eq(Mux(write, mine, 0)), rd.addr.eq(r_ids[g])]
+                         wr.en.eq(Mux(write, mine, 0)), rd.addr.eq(ids[g])]
             for k in range(per_group):
                 at = slice(k * c, (k + 1) * c)
-                # the next beat's stored chunk: this beat's write when it has its ID
+                # the stored chunk of the beat of cycle t: the beat before's
+                # write (in cycle t) when it has its ID
                 m.d.sync += stored[at].eq(Mux(write & mine[k] & same, g_data[at],
                                               rd.data[at]))
                 packed = Mux(mine[k], g_data[at], stored[at])
-                line.append(Mux(view, packed, self.data[g * bits:(g + 1) * bits][at]))
+                line.append(Mux(views[g], packed, plain[at]))
         m.d.comb += self.line.eq(Cat(line))
         return m

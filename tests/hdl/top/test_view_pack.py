@@ -10,23 +10,31 @@ import pytest
 from amaranth import ClockDomain, Module, Signal
 
 from neuron_fabric.contract.facts import TopParams
-from neuron_fabric.hdl.top.view_pack import BeatTrack, Packer, beat_mask, beat_slice, view_geometry
+from neuron_fabric.hdl.top.view_pack import (PACK_CYCLES, BeatTrack, Packer, arrange_mask,
+                                             beat_slice, lane_mask, mask_slot, view_geometry)
 from neuron_fabric.sim.amaranth_sim import run_testbenches
 
 
 @pytest.mark.parametrize("workers", [4, 8, 16])
 def test_mask_and_result_slices(workers):
-    """Beat b's mask is bits [b*E', (b+1)*E') of the entry's; its slice is the
-    low two bits of each output lane, W-bit lanes for signs, 32-bit for counts."""
+    """Beat b's mask, from the entry's arranged mask, is bits [b*E', (b+1)*E')
+    of the view line's mask, the lanes past E' zero; a read that is no view
+    (arranged as signs, at beat 0) gets the first E bits; the slice is the
+    low two bits of each output lane, W-bit lanes for signs, 32-bit for
+    counts (contract section 6.2, by hand)."""
     params = TopParams(line_bits=128, workers=workers)
     m = Module()
     mask, line = Signal(64), Signal(128)
     beat, counts = Signal(4), Signal()
+    stored = Signal(64)
     got_mask, got_slice = Signal(params.lanes), Signal(len(beat_slice(params, line, counts)))
-    m.d.comb += [got_mask.eq(beat_mask(params, mask, beat, counts)),
+    m.d.comb += [stored.eq(arrange_mask(params, mask, [counts, counts])),
+                 got_mask.eq(lane_mask(params, stored, [beat, beat, beat], [counts])),
                  got_slice.eq(beat_slice(params, line, counts))]
     rng = random.Random(workers)
     geometry = view_geometry(params)
+    assert sorted(mask_slot(params, lane, b) for c, (beats, lanes) in geometry.items()
+                  for lane in range(lanes) for b in range(beats) if c) == list(range(64))
 
     async def bench(ctx):
         for _ in range(20):
@@ -40,6 +48,8 @@ def test_mask_and_result_slices(workers):
                     assert ctx.get(got_mask) == (mv >> (b * lanes)) & ((1 << lanes) - 1)
                     want = sum(((lv >> (i * lane_bits)) & 3) << (2 * i) for i in range(lanes))
                     assert ctx.get(got_slice) == want
+            ctx.set(counts, 0), ctx.set(beat, 0)
+            assert ctx.get(got_mask) == mv & ((1 << params.lanes) - 1)
 
     run_testbenches(m, bench, clock=False)
 
@@ -114,8 +124,8 @@ def test_packer_lines(workers):
     """Slices of interleaved bursts make each ID's line: the last beat's line
     is every earlier slice of its ID in its place and its own (a slice: the
     low two bits of each W-bit lane); the line of a beat that is no view's
-    is the core's own (each beat's controls given a cycle ahead, the ID of
-    the one after it two)."""
+    is the core's own (each beat's controls given a cycle ahead of its
+    data, its line PACK_CYCLES after its data)."""
     params = TopParams(line_bits=64, workers=workers, max_outstanding=4)
     dut = Packer(params)
     rng = random.Random(workers)
@@ -140,23 +150,25 @@ def test_packer_lines(workers):
 
     async def bench(ctx):
         pending = {k: [] for k in range(4)}
-        for n in range(-2, len(order)):
+        for n in range(-1, len(order) + 1):
             view, store, ident, place = controls(n + 1)
             ctx.set(dut.next_view, view), ctx.set(dut.next_write, store)
             ctx.set(dut.next_id, ident), ctx.set(dut.next_beat, place)
-            ctx.set(dut.next_counts, 0), ctx.set(dut.ahead_id, controls(n + 2)[2])
-            if n >= 0:
-                ident = order[n]
+            ctx.set(dut.next_counts, 0)
+            if 0 <= n < len(order):
                 ctx.set(dut.data, lines[n])
-                if plain[n]:
-                    assert ctx.get(dut.line) == lines[n], n
-                elif places[n] == beats - 1:
-                    want = sum(p << (width * k)
-                               for k, p in enumerate(pending[ident] + [piece(lines[n])]))
-                    assert ctx.get(dut.line) == want, (n, ident)
+            k = n - PACK_CYCLES                  # the beat whose line is out
+            if k >= 0:
+                ident = order[k]
+                if plain[k]:
+                    assert ctx.get(dut.line) == lines[k], k
+                elif places[k] == beats - 1:
+                    want = sum(p << (width * j)
+                               for j, p in enumerate(pending[ident] + [piece(lines[k])]))
+                    assert ctx.get(dut.line) == want, (k, ident)
                     pending[ident] = []
                 else:
-                    pending[ident].append(piece(lines[n]))
+                    pending[ident].append(piece(lines[k]))
             await ctx.tick()
 
     run_testbenches(dut, bench)
