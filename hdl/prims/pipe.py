@@ -4,7 +4,7 @@ without reset and without clock enable (the request pipeline never stalls)."""
 from amaranth import Shape, Signal, Value
 from amaranth.lib import data
 
-__all__ = ["register", "delay", "copies", "boundary", "Line"]
+__all__ = ["register", "delay", "copies", "kept_copies", "boundary", "Line"]
 
 
 def register(m, name, value):
@@ -58,6 +58,21 @@ def copies(m, name, value, n, inverted=True):
                      init=((1 << len(value)) - 1) if ones else 0)
         m.d.sync += reg.eq(~value if inv else value)
         out.append(~reg if inv else reg)
+    return out
+
+
+def kept_copies(m, name, value, n):
+    """``n`` registered copies of ``value``, each a reset-less register on a
+    net that carries the ``keep`` attribute, so that synthesis keeps the
+    flip-flops apart (the project's flow keeps every flip-flop that drives a
+    kept net, ``synth/flowlib.py`` KEEP_FLOPS): for addresses and selects
+    that must come straight from a flip-flop, as many as needed."""
+    out = []
+    for k in range(n):
+        reg = Signal(Value.cast(value).shape(), name=f"{name}_k{k}", reset_less=True,
+                     attrs={"keep": 1})
+        m.d.sync += reg.eq(value)
+        out.append(reg)
     return out
 
 

@@ -93,6 +93,16 @@ def _owed_give(m, depth, take, absorbed):
     return take | absorbed | pay
 
 
+def _valid_delay(m, name, valid, cycles):
+    """``valid`` after ``cycles`` registers that reset to 0 (so a reset in
+    the middle of traffic leaves no line behind)."""
+    for k in range(cycles):
+        reg = Signal(name=f"{name}{k}")
+        m.d.sync += reg.eq(valid)
+        valid = reg
+    return valid
+
+
 def _BypassLayout(params):
     return data.StructLayout({"data": params.line_bits, "tag": 16, "poison": 1})
 
@@ -176,10 +186,9 @@ class ReadPath(wiring.Component):
         drs_take = self.drs.valid & self.drs.ready
         core_in, r2_bypass, r2_err, view, hold = self._routes(m)
         # the bypass line, as many cycles later as the view's packing makes the core's
-        bypass = delay(m, "bypass_pack", {"valid": r2_bypass,
-                                          "line": Cat(core_in.data, core_in.tag, r2_err)},
-                       self._pack_cycles)
-        bypass_valid, bypass_line = bypass["valid"], bypass["line"]
+        bypass_valid = _valid_delay(m, "bypass_pack_valid", r2_bypass, self._pack_cycles)
+        bypass_line = delay(m, "bypass_pack", Cat(core_in.data, core_in.tag, r2_err),
+                            self._pack_cycles)
         core_valid, core_line, core_poison = self.from_core.valid, self.from_core.payload.data, 0
         core_tag = self.from_core.payload.tag
         give = drs_take
@@ -276,7 +285,8 @@ class ReadPath(wiring.Component):
         end = Mux(counts, track.ends[1], track.ends[0]) if True in geometry else track.ends[0]
         last = ~entry.view | end
         poison = track.poison_before | r1_err
-        m.d.comb += [track.lookup_id.eq(r0_id), track.update.eq(r1_valid & entry.view),
+        m.d.comb += [track.lookup_id.eq(r0_id), track.lookup_valid.eq(self.lookup.valid),
+                     track.update.eq(r1_valid & entry.view),
                      track.id.eq(r1_id), track.last.eq(last), track.error.eq(r1_err),
                      self.lookup.retire.eq(r1_valid & last), self.lookup.retire_id.eq(r1_id)]
         return {"valid": r1_valid & entry.view, "id": r1_id, "beat": track.beat, "last": last,
@@ -300,7 +310,7 @@ class ReadPath(wiring.Component):
                      packer.next_counts.eq(before["counts"]), packer.data.eq(out.payload.data)]
         at = {**delay(m, "view_out", {k: before[k] for k in ("valid", "last", "poison")},
                       1 + PACK_CYCLES),
-              **delay(m, "core_out", {"out": out.valid, "tag": out.payload.tag}, PACK_CYCLES)}
-        packed, valid = at["valid"], at["out"]
+              "tag": delay(m, "core_out_tag", out.payload.tag, PACK_CYCLES)}
+        packed, valid = at["valid"], _valid_delay(m, "core_out_valid", out.valid, PACK_CYCLES)
         return (valid & (~packed | at["last"]), packer.line, at["tag"],
                 packed & at["poison"], valid & packed & ~at["last"])

@@ -25,7 +25,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from neuron_fabric.contract.facts import COUNT_LANE_BITS, profile_named, Operand, view_beats
-from neuron_fabric.hdl.prims.pipe import copies, register
+from neuron_fabric.hdl.prims.pipe import copies, kept_copies, register
 from neuron_fabric.hdl.top.cfg import has_view
 
 __all__ = ["view_geometry", "mask_slot", "arrange_mask", "lane_mask", "beat_slice", "BeatTrack",
@@ -72,8 +72,8 @@ def counts_copies(stored):
 PACK_CYCLES = 1
 
 #: Memories the packed lines are cut into, each with its own copies of the
-#: IDs (at most 4: :func:`.prims.pipe.copies` without inversion).
-PACK_GROUPS = 4
+#: IDs and controls.
+PACK_GROUPS = 8
 
 
 def view_geometry(params):
@@ -177,7 +177,8 @@ def beat_slice(params, line, counts):
 class BeatTrack(wiring.Component):
     """Per AXI ID, the beats of a view's burst seen so far and their poison.
 
-    A beat is looked up at R0 (``lookup_id``, a register); two cycles later
+    A beat is looked up at R0 (``lookup_id`` while ``lookup_valid``, both
+    registers); two cycles later
     (R1) ``beat`` is its index in its burst, ``poison_before`` whether an
     earlier beat of the burst was an error and ``ends`` (one bit per
     operand kind of :func:`view_geometry`, signs first) whether ``beat``
@@ -194,7 +195,9 @@ class BeatTrack(wiring.Component):
     the next cycle, the one at R1 then, the beat just ahead of it, whose
     next place it takes as that beat's place plus one (a beat of the same
     ID one cycle behind is of the same burst: an ID is given back at its
-    last beat and can come back only with a new read).  Every ID compare is
+    last beat, or a read that is no view's at its only one, and can come
+    back only with a new read; so that choice is by a register, the two
+    lookups' compare and the first's ``lookup_valid``).  Every ID compare is
     between registers and registered, so no net of the lookup reaches
     further than a memory read or a compare.
 
@@ -220,7 +223,7 @@ class BeatTrack(wiring.Component):
         self._beats = [beats for beats, _ in view_geometry(params).values()]
         idw = params.id_bits
         super().__init__({
-            "lookup_id": In(idw),
+            "lookup_id": In(idw), "lookup_valid": In(1),
             "beat": Out(4), "poison_before": Out(1), "ends": Out(len(self._beats)),
             "beat_copies": Out(data.ArrayLayout(4, MASK_COPIES)),
             "update": In(1), "id": In(idw), "last": In(1), "error": In(1),
@@ -265,14 +268,16 @@ class BeatTrack(wiring.Component):
         hit_written, hit_r1 = Signal(name="view_hit_written"), Signal(name="view_hit_r1")
         ahead_same = Signal(name="view_ahead_same")
         r0b_id = Signal.like(self.lookup_id, name="view_r0b_id")
+        r0b_valid = Signal(name="view_r0b_valid")
         m.d.sync += [stored.eq(rd.data), written.eq(w_state), r0b_id.eq(self.lookup_id),
+                     r0b_valid.eq(self.lookup_valid),
                      hit_written.eq(w_en & (w_id == self.lookup_id)),
                      hit_r1.eq(self.update & (self.id == self.lookup_id)),
-                     ahead_same.eq(r0b_id == self.lookup_id)]
+                     ahead_same.eq(r0b_valid & (r0b_id == self.lookup_id))]
         # R0b: the newest of them; the beat just ahead (at R1 now) first
         base = Mux(hit_r1, w_state, Mux(hit_written, written, stored))
         ahead = Cat((beat + 1)[:4], poison | self.error, self._ends((beat + 1)[:4]))
-        state = Mux(ahead_same & self.update, ahead, base)
+        state = Mux(ahead_same, ahead, base)
         m.d.sync += now.eq(state)
         # (of the kinds of copy, the third is the one of ``now``, which
         # synthesis would merge with it)
@@ -299,8 +304,10 @@ class Packer(wiring.Component):
     registered twice, so that everything that steers the memory and the
     choices is a register: the memory is :data:`PACK_GROUPS` memories, each
     with its own copies of the IDs and controls (so no net of them spans
-    the line), read in cycle t at the beat's ID into registers that see the
-    write of their cycle (the beat before's, when it has its ID).
+    the line), read in cycle t at the beat's ID into registers straight
+    from the memories' outputs; the one write that read misses, the beat
+    before's in cycle t, is taken instead by using that beat's whole line
+    (registered) when it wrote this beat's ID.
 
     Parameters
     ----------
@@ -336,19 +343,22 @@ class Packer(wiring.Component):
         groups = min(PACK_GROUPS, chunks)
         per_group, bits = chunks // groups, p.line_bits // groups
         geometry = view_geometry(p)
-        # cycle t (the beat's data): its controls, registered from the cycle before
+        # cycle t (the beat's data): its controls, registered from the cycle
+        # before, and whether the beat before, written in this cycle, has its ID
         write, enables = Signal(name="pack_write"), Signal(chunks, name="pack_enables")
         m.d.sync += [write.eq(self.next_write),
                      enables.eq(self._enables(self.next_beat, self.next_counts, chunks))]
-        ids = copies(m, "pack_id", self.next_id, groups, inverted=False)
-        ctls = copies(m, "pack_ctl", Cat(self.next_counts, self.next_view), groups,
-                      inverted=False)
-        # cycle t+1: the same a cycle later, and whether the next beat has its ID
+        ids = kept_copies(m, "pack_id", self.next_id, groups)
+        ctls = kept_copies(m, "pack_ctl", Cat(self.next_counts, self.next_view), groups)
         same = Signal(name="pack_same")
         m.d.sync += same.eq(ids[0] == self.next_id)
+        # cycle t+1: the same a cycle later; the beat before's line is this
+        # one's stored line when it wrote its ID in cycle t (``write`` there
+        # is the beat before's)
         write, enables = register(m, "pack_write_b", write), register(m, "pack_enables_b", enables)
         w_ids = [register(m, f"pack_w_id{g}", ids[g]) for g in range(groups)]
         views = [register(m, f"pack_view{g}", ctls[g][1]) for g in range(groups)]
+        fwds = kept_copies(m, "pack_fwd", same & write, groups)
         line = []
         for g in range(groups):
             # the slice repeated over the line, for each operand kind; registered
@@ -362,16 +372,16 @@ class Packer(wiring.Component):
                                                       init=[])
             wr, rd = mem.write_port(granularity=c), mem.read_port(domain="comb")
             mine = enables[g * per_group:(g + 1) * per_group]
-            stored = Signal(bits, name=f"pack_line{g}")
+            # the ID's line as the memory held it in cycle t, a register
+            # straight from the memory's output
+            raw = register(m, f"pack_raw{g}", rd.data)
+            prev = Signal(bits, name=f"pack_prev{g}", reset_less=True)
+            stored = Mux(fwds[g], prev, raw)
+            packed = Cat(Mux(mine[k], g_data[k * c:(k + 1) * c], stored[k * c:(k + 1) * c])
+                         for k in range(per_group))
+            m.d.sync += prev.eq(packed)
             m.d.comb += [wr.addr.eq(w_ids[g]), wr.data.eq(g_data),
                          wr.en.eq(Mux(write, mine, 0)), rd.addr.eq(ids[g])]
-            for k in range(per_group):
-                at = slice(k * c, (k + 1) * c)
-                # the stored chunk of the beat of cycle t: the beat before's
-                # write (in cycle t) when it has its ID
-                m.d.sync += stored[at].eq(Mux(write & mine[k] & same, g_data[at],
-                                              rd.data[at]))
-                packed = Mux(mine[k], g_data[at], stored[at])
-                line.append(Mux(views[g], packed, plain[at]))
+            line.append(Mux(views[g], packed, plain))
         m.d.comb += self.line.eq(Cat(line))
         return m

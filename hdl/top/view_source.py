@@ -6,8 +6,8 @@ its own address and ARLEN 0.
 
 The address is formed in :data:`SOURCE_STEPS` registered steps beside the
 pipeline, each a carry chain of half the address or a 2:1 choice: the
-difference ``addr - BASE`` (low half with its carry out, high half without
-carry in; then the carry added), shifted by ``log2 B`` (a choice by the
+difference ``addr - BASE`` (low half with its borrow out, high half
+without borrow in; then the borrow taken), shifted by ``log2 B`` (a choice by the
 operand), the sum with SOURCE in two halves likewise, and the choice of
 the view's address or the request's own.  (``B * LINE_BYTES`` is at most
 2 KiB and SOURCE is 4 KiB-aligned, so the burst never crosses 4 KiB.)
@@ -36,12 +36,13 @@ def view_request_steps(m, params, addr, base, source, view, operand):
     shifts = {False: view_beats(params.line_bits, params.workers, Operand.SIGNS),
               True: view_beats(params.line_bits, params.workers, Operand.COUNTS4)}
     shifts = {k: b.bit_length() - 1 for k, b in shifts.items()}
-    # 1: addr - BASE, low half with its carry out, high half without carry in
-    low = register(m, "view_diff_lo", (addr[:half] + ~base[:half] + 1)[:half + 1])
-    high = register(m, "view_diff_hi", (addr[half:] + ~base[half:])[:width - half])
+    # 1: addr - BASE, low half with its borrow out, high half without borrow
+    # in (each one subtraction, one carry chain)
+    low = register(m, "view_diff_lo", (addr[:half] - base[:half])[:half + 1])
+    high = register(m, "view_diff_hi", (addr[half:] - base[half:])[:width - half])
     keep = register(m, "view_keep1", Cat(source, view, counts, addr))
-    # 2: the carry added
-    diff = register(m, "view_diff", Cat(low[:half], (high + low[half])[:width - half]))
+    # 2: the borrow taken
+    diff = register(m, "view_diff", Cat(low[:half], (high - low[half])[:width - half]))
     keep = register(m, "view_keep2", keep)
     source, view, counts, addr = (keep[:width], keep[width], keep[width + 1],
                                   keep[width + 2:])

@@ -99,18 +99,21 @@ def test_beat_track_under_interleaving():
                 ahead if ahead in allowed and rng.random() < 0.4 else rng.choice(allowed)
             flight.append(ident)
             ctx.set(dut.lookup_id, ident if ident is not None else 0)
+            ctx.set(dut.lookup_valid, ident is not None)
             await ctx.tick()
         # a reset in the middle of bursts: cleared again, every ID at its first beat
         assert any(c for c, _ in model.values())
-        ctx.set(dut.update, 0), ctx.set(domain.rst, 1)
+        ctx.set(dut.update, 0), ctx.set(dut.lookup_valid, 0), ctx.set(domain.rst, 1)
         await ctx.tick()
         ctx.set(domain.rst, 0)
         for _ in range(params.max_outstanding):
             assert ctx.get(dut.clearing)
             await ctx.tick()
         for ident in range(4):
-            ctx.set(dut.lookup_id, ident)
-            await ctx.tick().repeat(2)
+            ctx.set(dut.lookup_id, ident), ctx.set(dut.lookup_valid, 1)
+            await ctx.tick()
+            ctx.set(dut.lookup_valid, 0)
+            await ctx.tick()
             assert (ctx.get(dut.beat), ctx.get(dut.poison_before)) == (0, 0)
 
     top = Module()
