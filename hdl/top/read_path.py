@@ -56,9 +56,10 @@ from neuron_fabric.hdl.top.drs_arbiter import DrsArbiter
 from neuron_fabric.hdl.top.inflight import response_members
 from neuron_fabric.hdl.prims.pipe import copies, delay, register
 from neuron_fabric.hdl.top.request import ReadCfgLayout, ReadEntryLayout
-from neuron_fabric.hdl.top.view_pack import (MASK_COPIES, PACK_CYCLES, VIEW_LOOKUP_CYCLES,
-                                             BeatTrack, Packer, counts_copies, lane_mask,
-                                             read_lookup_cycles, view_geometry)
+from neuron_fabric.hdl.top.view_pack import (MASK_COPIES, MASK_CYCLES, PACK_CYCLES,
+                                             VIEW_LOOKUP_CYCLES, BeatTrack, Packer, counts_copies,
+                                             mask_first, mask_second, read_lookup_cycles,
+                                             view_geometry)
 
 __all__ = ["ReadPath", "CoreInLayout", "CoreOutLayout"]
 
@@ -170,13 +171,19 @@ class ReadPath(wiring.Component):
         cycles of the registers around it, of the queue and of the credit
         seeing a line leave a cycle late; one more for a lookup of two, and
         the view's packing cycles)."""
-        return self._params.stages + 7 + self._lookup_cycles + self._pack_cycles
+        return self._params.stages + 7 + self._lookup_cycles + self._view_cycles
 
     @property
     def _pack_cycles(self):
         """Cycles the view's packing adds after the core, and on the bypass
         route beside it (:data:`.view_pack.PACK_CYCLES`, 0 without the view)."""
         return PACK_CYCLES if self._view else 0
+
+    @property
+    def _view_cycles(self):
+        """Cycles the view adds between R0 and DRS besides the lookup's: the
+        mask's first choice (:data:`.view_pack.MASK_CYCLES`) and the packing."""
+        return MASK_CYCLES + PACK_CYCLES if self._view else 0
 
     def elaborate(self, platform):
         m = Module()
@@ -240,12 +247,19 @@ class ReadPath(wiring.Component):
         mask, view, hold = entry.mask[:p.lanes], None, None
         if self._view:
             view, track = self._track(m, r1_valid, r1_err, entry)
-            bypass = bypass & ~entry.view
             # (a view's format is SIGN in its entry, and its mask arranged so
-            # that each lane's bit is a choice by the beat alone)
-            mask = lane_mask(p, entry.mask, track.beat_copies,
-                             counts_copies(entry.counts)[:MASK_COPIES])
+            # that each lane's bit is a choice by the beat alone; the choice's
+            # first step registered with everything else at R1b)
+            firsts = register(m, "r1b_mask", mask_first(p, entry.mask, track.beat_copies))
+            beats = [register(m, f"r1b_beat{k}", b) for k, b in enumerate(track.beat_copies)]
+            r1_valid = _valid_delay(m, "r1b_valid", r1_valid, MASK_CYCLES)
+            r1_err = _valid_delay(m, "r1b_err", r1_err, MASK_CYCLES)
+            r1_data = delay(m, "r1b_data", r1_data, MASK_CYCLES)
+            entry = delay(m, "r1b_entry", entry, MASK_CYCLES)
+            bypass = ((entry.cfg.mode == Mode.BYPASS) | r1_err) & ~entry.view
+            mask = mask_second(p, firsts, beats, counts_copies(entry.counts)[:MASK_COPIES])
             hold = track.clearing
+            view = delay(m, "r2_view", view, MASK_CYCLES + 1)
 
         core_in = Signal(CoreInLayout(p), reset_less=True)
         r2_core, r2_bypass = Signal(), Signal()
@@ -253,8 +267,6 @@ class ReadPath(wiring.Component):
         m.d.sync += [r2_core.eq(r1_valid & ~bypass), r2_bypass.eq(r1_valid & bypass),
                      core_in.data.eq(r1_data), core_in.tag.eq(entry.tag),
                      core_in.cfg.eq(entry.cfg), core_in.mask.eq(mask), r2_err.eq(r1_err)]
-        if view is not None:
-            view = [view, register(m, "r2_view", view)]
         m.d.comb += [self.to_core.valid.eq(r2_core), self.to_core.payload.eq(core_in)]
         if self._hierarchy:
             for g in range(len(self.permute)):
@@ -301,7 +313,7 @@ class ReadPath(wiring.Component):
         poison) and whether a beat was absorbed."""
         p = self._params
         packer = m.submodules.packer = Packer(p)
-        _, r2 = view
+        r2 = view
         before = delay(m, "view_next", r2, p.stages - 1)
         out = self.from_core
         m.d.comb += [packer.next_view.eq(before["valid"]),

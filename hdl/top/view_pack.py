@@ -28,8 +28,8 @@ from neuron_fabric.contract.facts import COUNT_LANE_BITS, profile_named, Operand
 from neuron_fabric.hdl.prims.pipe import copies, kept_copies, register
 from neuron_fabric.hdl.top.cfg import has_view
 
-__all__ = ["view_geometry", "mask_slot", "arrange_mask", "lane_mask", "beat_slice", "BeatTrack",
-           "Packer", "RESULT_BITS", "PACK_GROUPS", "PACK_CYCLES", "MASK_COPIES", "COUNTS_COPIES",
+__all__ = ["view_geometry", "mask_slot", "arrange_mask", "lane_mask", "mask_first", "mask_second",
+           "FIRST_CHOICE", "MASK_CYCLES", "beat_slice", "BeatTrack", "Packer", "RESULT_BITS", "PACK_GROUPS", "PACK_CYCLES", "MASK_COPIES", "COUNTS_COPIES",
            "stored_counts", "counts_copies", "VIEW_LOOKUP_CYCLES", "read_lookup_cycles"]
 
 #: Bits of one element's result in a view line (contract section 6.2).
@@ -138,26 +138,64 @@ def arrange_mask(params, mask, counts):
                for s in range(size))
 
 
+#: Cycles between a view build's entry (R1) and the core's input register
+#: beyond a build without the view: the mask's first choice
+#: (:func:`mask_first`) is registered, with everything else beside it (R1b).
+MASK_CYCLES = 1
+
+#: A lane's stored bits each first choice of :func:`mask_first` takes, by
+#: the beat's low bits (a choice of four: one LUT6 of ECP5).
+FIRST_CHOICE = 4
+
+
+def _lane_slots(params, lane):
+    """The stored mask's slots lane ``lane`` chooses among, by beat."""
+    bs, _, bc, ec = _slot_geometry(params)
+    return [mask_slot(params, lane, b) for b in range(bc if lane < ec else bs)]
+
+
+def mask_first(params, stored, beats):
+    """The first of the two choices of :func:`lane_mask`: for each lane, its
+    slots (:func:`mask_slot`) in groups of :data:`FIRST_CHOICE` consecutive
+    beats, each group's bit chosen by the beat's low bits.  Returns the
+    groups' bits, lane after lane (:func:`mask_second` takes them)."""
+    out = []
+    for lane in range(_slot_geometry(params)[1]):
+        beat = beats[lane % len(beats)]
+        slots = _lane_slots(params, lane)
+        for g in range(0, len(slots), FIRST_CHOICE):
+            group = Cat(stored[s] for s in slots[g:g + FIRST_CHOICE])
+            bits = _log2(len(group))
+            out.append(group.bit_select(beat[:bits], 1) if bits else group)
+    return Cat(out)
+
+
+def mask_second(params, firsts, beats, counts):
+    """The second choice of :func:`lane_mask`: each lane's bit among its
+    groups' bits ``firsts`` (:func:`mask_first`) by the beat's high bits;
+    lanes ``L >= Ec`` are 0 for a view of count lines (``counts``)."""
+    _, es, _, ec = _slot_geometry(params)
+    low = _log2(FIRST_CHOICE)
+    lanes, at = [], 0
+    for lane in range(es):
+        beat, n = beats[lane % len(beats)], -(-len(_lane_slots(params, lane)) // FIRST_CHOICE)
+        group = firsts[at:at + n]
+        at += n
+        bit = group.bit_select(beat[low:low + _log2(n)], 1) if n > 1 else group
+        lanes.append(bit if lane < ec else bit & ~counts[lane % len(counts)])
+    return Cat(lanes)
+
+
 def lane_mask(params, stored, beats, counts):
     """The core's E-bit PATTERN mask for a beat of a read from the entry's
     ``stored`` mask (:func:`arrange_mask`): lane ``L`` takes slot
     :func:`mask_slot` ``(L, beat)``, and lanes ``L >= Ec`` are 0 for a view
     of count lines (``counts``).  ``beats`` and ``counts`` are copies of the
     beat's index and of ``counts`` (lane ``L`` steered by copy ``L mod``
-    each's number), as registers: each lane's bit is one choice of the
-    stored bits by the beat, with no other select."""
-    bs, es, bc, ec = _slot_geometry(params)
-    lanes = []
-    for lane in range(es):
-        beat = beats[lane % len(beats)]
-        if lane < ec:
-            slots = stored[lane * bc:(lane + 1) * bc]
-            lanes.append(slots.bit_select(beat[:_log2(bc)], 1) if bc > 1 else slots)
-        else:
-            slots = Cat(stored[mask_slot(params, lane, b)] for b in range(bs))
-            bit = slots.bit_select(beat[:_log2(bs)], 1) if bs > 1 else slots
-            lanes.append(bit & ~counts[lane % len(counts)])
-    return Cat(lanes)
+    each's number).  The choice by the beat is two choices
+    (:func:`mask_first`, :func:`mask_second`), which the read path puts a
+    register between."""
+    return mask_second(params, mask_first(params, stored, beats), beats, counts)
 
 
 def beat_slice(params, line, counts):
