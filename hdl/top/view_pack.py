@@ -252,7 +252,7 @@ class BeatTrack(wiring.Component):
     Members
     -------
     beat_copies : Out(ArrayLayout(4, MASK_COPIES))
-        Copies of ``beat`` (for the mask's choice, :func:`beat_mask`, each
+        Copies of ``beat`` (for the mask's choice, :func:`lane_mask`, each
         steering a part of it).
     """
 

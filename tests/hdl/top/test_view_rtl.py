@@ -264,9 +264,13 @@ def test_view_latency_and_rate(view_profile, workers):
     G-Binary read's cycles and B - 1 more (its burst's beats come one a
     cycle and the last completes the line, which leaves as a G-Binary
     line would), and back-to-back view reads reach the R channel's bound,
-    a response every B cycles."""
+    a response every B cycles; a G-Binary read still takes exactly STAGES
+    cycles more than a BYPASS read in a build with the view (contract 4.3:
+    the bypass line waits beside the packing)."""
     res = measure(line_bits=64, workers=workers, profile="full")
     beats = view_beats(64, workers, Operand.SIGNS)
+    stages = TopParams(line_bits=64, workers=workers, profile="full").stages
+    assert res["G-Binary read -> DRS"] - res["BYPASS read -> DRS"] == stages
     assert res[f"packed view read (B = {beats}) -> DRS"] == res["G-Binary read -> DRS"] + beats - 1
     assert res["packed view reads back to back, cycles per DRS"] == beats
 
