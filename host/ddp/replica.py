@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from neuron_fabric.contract.facts import (PROFILES, Format, Layout, Mode, Profile, TopParams,
-                                          view_beats)
+from neuron_fabric.contract.facts import (PROFILES, Format, Layout, Mode, Operand, Profile,
+                                          TopParams, view_beats)
 from neuron_fabric.host.device import Device, read_response
 from neuron_fabric.host.golden import pack_view
 from neuron_fabric.host.driver import Driver
@@ -140,14 +140,17 @@ class _Port:
         if (stored_addr, len(raw)) == (addr, count):
             return read_response(self.device.params, self.device.profile, raw, index, cfg)
         p = self.device.params
-        beats = view_beats(p.line_bits, p.workers)
+        operand = Operand(cfg["operand"])
+        beats = view_beats(p.line_bits, p.workers, operand)
         if stored_addr != addr and -(-len(raw) // beats) == count:
             # (the view's last line reads source lines past those written:
             # their results are past the piece's elements)
             source = np.zeros((count * beats, raw.shape[1]), dtype=np.uint8)
             source[:len(raw)] = raw
-            fields = {k: cfg[k] for k in ("gate_kind", "period", "keep", "threshold", "layout")}
-            return pack_view(source, p.workers, Mode(cfg["mode"]), index=index, **fields)
+            fields = {k: cfg[k] for k in ("gate_kind", "period", "keep", "threshold", "layout",
+                                          "total")}
+            return pack_view(source, p.workers, Mode(cfg["mode"]), index=index, operand=operand,
+                             **fields)
         raise RuntimeError(f"a read of {count} lines at {addr:#x} after a write of "
                            f"{len(raw)} at {stored_addr:#x}") from err
 

@@ -36,6 +36,7 @@ def plans():
             ("control", "control", {}),
             ("fault-write", "fault", dict(kind="write")),
             ("fault-read", "fault", dict(kind="read")),
+            ("fault-read-view", "fault", dict(kind="read", packed_view=True)),
             ("train", "train", dict(argv=TRAIN_ARGV)),
             ("unequal", "aggregate", dict(cases=oracle.UNEQUAL_CASES[4])),
             ("stop", "stop", dict(victim=2, timeout_s=2.0, crash=False))],

@@ -150,15 +150,18 @@ def _live_steps(rank, model, ddp, state, steps, nan_at, sizes, save_at=None):
                 checkpoint=saved)
 
 
-def fault(rank, world, store, kind, victim=1, at_step=3, steps=6, sizes=SIZES):
+def fault(rank, world, store, kind, victim=1, at_step=3, steps=6, sizes=SIZES,
+          packed_view=None):
     """G-Binary after a 2-step FP32 warm-up; rank ``victim``'s device fails at
     ``at_step``: ``kind`` "write" (its region CFG writes answer SLVERR, so
     the warm-up's end cannot be programmed: at_step must be the warm-up
-    length) or "read" (its memory answers every read with an error)."""
+    length) or "read" (its memory answers every read with an error);
+    ``packed_view`` as the hook's option (True: the results read through
+    packed views)."""
     model, ddp = _fixed_model(sizes)
     state = FabricState(_groups(model, sizes), {g: "gbinary" for g, _ in sizes},
                         FabricConfig(warmup_steps=at_step if kind == "write" else 2,
-                                     scale=False),
+                                     scale=False, packed_view=packed_view),
                         store=store)
     try:
         ddp.register_comm_hook(state, fabric_hook)

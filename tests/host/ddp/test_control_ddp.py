@@ -72,15 +72,17 @@ def test_write_fault_on_one_rank_puts_every_rank_on_fp32(four):
         _check_step(four, "fault-write", step, "fp32")
 
 
-def test_read_fault_on_one_rank_puts_every_rank_on_fp32(four):
+@pytest.mark.parametrize("scenario", ["fault-read", "fault-read-view"])
+def test_read_fault_on_one_rank_puts_every_rank_on_fp32(four, scenario):
     """Rank 1's memory fails its reads at step 3: it computes that read's
     response in software (every rank still gets the G-Binary aggregate of
     step 3) and reports the fault at the next barrier (step 4), from which
-    every rank is on FP32."""
+    every rank is on FP32; the same when the results are read through
+    packed views (the software response is then the view's lines)."""
     for v in four:
-        f = v["fault-read"]
+        f = v[scenario]
         assert [(e["kind"], e["step"]) for e in f["events"]] == [("warm-up end", 2), ("fault", 4)]
         assert "rank 1" in f["events"][1]["detail"] and "read" in f["events"][1]["detail"]
         assert "PoisonError" in f["events"][1]["detail"]
     for step in range(6):
-        _check_step(four, "fault-read", step, "gbinary" if step in (2, 3) else "fp32")
+        _check_step(four, scenario, step, "gbinary" if step in (2, 3) else "fp32")
