@@ -15,7 +15,8 @@ import subprocess
 import pytest
 
 from neuron_fabric.contract import regmap_files
-from neuron_fabric.contract.facts import Format, GateKind, Layout, Mode, Operand, TopParams
+from neuron_fabric.contract.facts import (Format, GateKind, Layout, Mode, Operand, TopParams,
+                                          profile_named)
 from neuron_fabric.contract.regmap import COUNTERS, RegisterMap, cfg_encode
 
 CC = shutil.which("cc") or shutil.which("gcc")
@@ -163,7 +164,10 @@ def test_c_program_prints_the_register_map(tmp_path, params):
             assert (printed[f"{key}.SHIFT"], printed[f"{key}.WIDTH"], printed[f"{key}.MASK"],
                     printed[f"{key}.RESET"]) == (f["lsb"], f["width"], f["mask"], f["reset"])
     # ID, VERSION, CAPS0..2, DEFAULT_CFG, STATUS; the counters; five a region
-    assert len(data["registers"]) == 7 + 2 * len(COUNTERS) + 5 * params.regions
+    # (BASE_LO/HI, LIMIT_LO/HI, CFG), and three more with the packed view
+    # (VIEW, SOURCE_LO/HI, contract section 6.4)
+    per_region = 5 + 3 * profile_named(params.profile).has("packed_view")
+    assert len(data["registers"]) == 7 + 2 * len(COUNTERS) + per_region * params.regions
 
 
 @needs_cc
