@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neuron_fabric.contract.facts import (COUNT_LANE_BITS, CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, PROFILES, Mode,
+from neuron_fabric.contract.facts import (COUNT_LANE_BITS, CXL_ADDR_BITS, DRS_MEMDATA, NDR_CMP, profile_named, Mode,
                                           Operand, Profile, ReqOpcode, RwdOpcode, TopParams, view_beats)
 from neuron_fabric.host.golden import line_phase, pack_view, transform, transform_counts
 from neuron_fabric.contract.regmap import (ADDR_BITS, COUNTERS, DATA_BITS, STATUS_BITS, VIEW_FIELDS, RegisterMap,
@@ -176,7 +176,7 @@ class Device:
         low-bit reads as in the RTL.
     profile : Profile, optional
         The build's features, when they are not those of
-        ``PROFILES[params.profile]``: a build with a feature no profile has
+        ``profile_named(params.profile)``: a build with a feature no profile has
         yet (``hierarchy``, contract section 5), or a feature-cost variant.
         Whether the control port accepts the hierarchy fields follows
         ``profile.has("hierarchy")``, as :func:`.regmap.cfg_check` says;
@@ -200,7 +200,7 @@ class Device:
         if profile is not None and not isinstance(profile, Profile):
             raise TypeError(f"profile must be a Profile, not {profile!r}")
         self._params = params
-        self._profile = PROFILES[params.profile] if profile is None else profile
+        self._profile = profile_named(params.profile) if profile is None else profile
         self._map = RegisterMap(params, self._profile.features)
         self._chunks = {}
         self.faults = Faults()

@@ -33,7 +33,7 @@ import mmap
 import os
 import struct
 
-from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, Format, Profile, GateKind, Layout, Mode, Operand, TopParams
+from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, profile_named, Format, Profile, GateKind, Layout, Mode, Operand, TopParams
 from neuron_fabric.contract.regmap import (COUNTERS, ID_VALUE, SOURCE_ALIGN_BITS, STATUS_BITS, VIEW_FIELDS,
                                            CfgError, RegisterMap, caps2_decode, cfg_check, cfg_decode,
                                            cfg_encode)
@@ -95,7 +95,7 @@ class Driver:
     params : TopParams
         The instance's parameters (:meth:`probe` reads them from CAPS0-CAPS2).
     profile : Profile, optional
-        The build's features when they are not ``PROFILES[params.profile]``'s
+        The build's features when they are not ``profile_named(params.profile)``'s
         (as for :class:`~neuron_fabric.host.device.Device`); they decide
         which CFG values :meth:`cfg_value` accepts.
     """
@@ -103,7 +103,7 @@ class Driver:
     def __init__(self, bus, params=None, *, profile=None):
         self.bus = bus
         self.params = params or TopParams()
-        self.profile = PROFILES[self.params.profile] if profile is None else profile
+        self.profile = profile_named(self.params.profile) if profile is None else profile
         self.map = RegisterMap(self.params, self.profile.features)
 
     @classmethod

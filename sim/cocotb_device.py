@@ -48,7 +48,7 @@ from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 
 from neuron_fabric.host.device import Device, Response
-from neuron_fabric.contract.facts import (CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode,
+from neuron_fabric.contract.facts import (CXL_ADDR_BITS, profile_named, Format, GateKind, Layout, Mode,
                                           Operand, ReqOpcode, RwdOpcode)
 from neuron_fabric.contract.regmap import COUNTERS, RegisterMap, cfg_encode, count_total_max
 
@@ -235,7 +235,7 @@ class Stream:
         self.unmapped = [o for o in range(0, 0x1000, 4) if self.rmap.at(o) is None]
         # valid configurations take every (mode, format, gate, layout,
         # operand) the build implements in turn
-        hierarchy = PROFILES[self.p.profile].has("hierarchy")
+        hierarchy = profile_named(self.p.profile).has("hierarchy")
         kinds = list(itertools.product(Mode, Format, GateKind,
                                        Layout if hierarchy else [Layout.ELEMENT_MAJOR],
                                        Operand if hierarchy else [Operand.SIGNS]))
@@ -257,7 +257,7 @@ class Stream:
 
     def views(self):
         """The (layout, operand) pairs the build reads through a transform."""
-        hierarchy = PROFILES[self.p.profile].has("hierarchy")
+        hierarchy = profile_named(self.p.profile).has("hierarchy")
         return list(itertools.product(Layout if hierarchy else [Layout.ELEMENT_MAJOR],
                                       Operand if hierarchy else [Operand.SIGNS]))
 
@@ -451,7 +451,7 @@ async def test_device_model_matches_rtl(dut):
     print(f"NF_DEVICE_DIFF {tb.seen} {counts} {tb.reads}")
     assert all(counts[name] for name in COUNTERS[:4]), f"a read mode never ran: {counts}"
     assert tb.seen["poison"], "no read error was injected"
-    if PROFILES[params.profile].has("hierarchy"):
+    if profile_named(params.profile).has("hierarchy"):
         # every layout and every operand read through a transform (contract
         # section 5; tests/hdl/top/test_hierarchy_rtl.py reads each pair)
         transformed = {x for mode, *view in tb.reads if mode in ("GBINARY", "GTERNARY")

@@ -27,7 +27,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster
 
-from neuron_fabric.contract.facts import (PROFILES, Format, GateKind, Layout, Mode, Operand, Profile,
+from neuron_fabric.contract.facts import (profile_named, Format, GateKind, Layout, Mode, Operand, Profile,
                                           ReqOpcode, view_beats)
 from neuron_fabric.contract.regmap import COUNTERS, count_total_max
 from neuron_fabric.host.device import Device
@@ -50,7 +50,7 @@ def _u(value):
 def view_profile(params):
     """The build's profile with the packed view (the full profile's
     features and ``packed_view``)."""
-    base = PROFILES[params.profile]
+    base = profile_named(params.profile)
     return Profile(base.name, base.features | {"packed_view"})
 
 

@@ -56,7 +56,7 @@ import sys
 import time
 
 from neuron_fabric.contract.cli import ArgumentParser, guarded
-from neuron_fabric.contract.facts import DATAPATH_MODULE, PROFILES, TOP_MODULE, TopParams
+from neuron_fabric.contract.facts import DATAPATH_MODULE, profile_named, TOP_MODULE, TopParams
 from neuron_fabric.contract.paths import BUILD, VERILOG_CACHE
 from neuron_fabric.hdl.export.verilog import (
     _sources_digest,
@@ -225,7 +225,7 @@ def run_config(params, *, batches=BATCHES, seed=None, log=print, work=WORK):
                max_outstanding=params.max_outstanding, profile=params.profile, E=params.lanes,
                export="not run", export_s=None, export_cached=False, lint="not run",
                lint_output="", diff="not run", diff_s=None, responses=0, control=0,
-               view="not built" if not PROFILES[params.profile].has("packed_view") else "not run",
+               view="not built" if not profile_named(params.profile).has("packed_view") else "not run",
                view_reads=0,
                message="", passed=False, batches=batches, seed=seed, cpu_s={})
     cpu = _cpu()
@@ -256,7 +256,7 @@ def run_config(params, *, batches=BATCHES, seed=None, log=print, work=WORK):
         log(f"{tag}: differential {row['diff']} in {seconds:.1f} s "
             f"({row['responses']} responses, {row['control']} control accesses)"
             + (f": {message}" if message else ""))
-        if PROFILES[params.profile].has("packed_view"):
+        if profile_named(params.profile).has("packed_view"):
             passed, seconds, seen, message = _differential(
                 params, folder / f"{TOP_MODULE}.v", VIEW_ROUNDS, seed, work, bench="view")
             spent("view")

@@ -47,7 +47,7 @@ from cocotbext.axi.stream import define_stream
 
 from neuron_fabric.host.driver import AxiLiteMasterBus, Driver
 from neuron_fabric.host.device import read_response
-from neuron_fabric.contract.facts import (DRS_MEMDATA, NDR_CMP, PROFILES, Mode, ReqOpcode, RwdOpcode,
+from neuron_fabric.contract.facts import (DRS_MEMDATA, NDR_CMP, profile_named, Mode, ReqOpcode, RwdOpcode,
                                           TopParams)
 from neuron_fabric.contract.regmap import RegisterMap, cfg_decode, cfg_encode
 
@@ -249,7 +249,7 @@ def expected_read(params, line_bytes_value, cfg, index):
     """Response bytes for stored ``line_bytes_value`` read under ``cfg`` as
     line ``index`` of its region (golden model, for the build's profile)."""
     line = np.frombuffer(bytes(line_bytes_value), dtype=np.uint8).reshape(1, -1)
-    return read_response(params, PROFILES[params.profile], line, index, cfg).tobytes()
+    return read_response(params, profile_named(params.profile), line, index, cfg).tobytes()
 
 
 class ConfigHistory:

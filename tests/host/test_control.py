@@ -20,7 +20,7 @@ from neuron_fabric.host.control import (FP32, LOW_BIT_MODES, MODE_POLICY, Comman
                                         TraceRecord)
 from neuron_fabric.host.device import Device
 from neuron_fabric.host.driver import Driver
-from neuron_fabric.contract.facts import Mode, TopParams
+from neuron_fabric.contract.facts import Mode, Operand, TopParams, view_beats
 from neuron_fabric.contract.regmap import cfg_decode
 from neuron_fabric.host.runtime import GradientRuntime
 from neuron_fabric.models.envelope.params import GiB
@@ -197,6 +197,7 @@ async def make_plane(bus_faults=None, default=FP32, delay=0):
     bus = FaultyBus(dev, **(bus_faults or {}))
     drv = Driver(bus, PARAMS)
     port = RecordingPort(dev)
+    port.bus = bus
     rt = await GradientRuntime.create(port, drv, GROUPS, {g: MODE_POLICY[FP32] for g in GROUPS})
     cmd = Commander(tuple(GROUPS), CommanderConfig(default_mode=default, warmup_steps=3,
                                                    diag_window=2))
@@ -216,6 +217,17 @@ def expected_reads(lines, mode):
                             p.keep, p.threshold, phase)
 
 
+def expected_view(dev, window, view, mode):
+    """What a packed view of ``window`` must return under ``mode``: the golden
+    model's view lines of the source lines the device holds (contract
+    section 6; the last view line reads past the window's own lines)."""
+    p = MODE_POLICY[mode]
+    beats = view_beats(PARAMS.line_bits, PARAMS.workers, Operand.SIGNS)
+    source = dev.peek(window.base, view.lines * beats)
+    return golden.pack_view(source, PARAMS.workers, p.mode, p.gate_kind, p.period, p.keep,
+                            p.threshold, layout=p.layout)
+
+
 async def drive(plane, port, losses, diag=GOOD, seed=0):
     """Run steps with ``losses``; check each group's reads against one mode;
     return the modes of every step."""
@@ -232,8 +244,14 @@ async def drive(plane, port, losses, diag=GOOD, seed=0):
         assert len(port.reads) == len(low)
         for g in low:
             base = rt.windows[g].base
-            got = next(r for a, r in port.reads if a == base)
-            assert np.array_equal(got, expected_reads(port.written[base], modes[g])), \
+            view = rt.views.get(g)
+            if view is None:
+                got = next(r for a, r in port.reads if a == base)
+                want = expected_reads(port.written[base], modes[g])
+            else:       # a build with the packed view reads the group's results there
+                got = next(r for a, r in port.reads if a == view.base)
+                want = expected_view(port.dev, rt.windows[g], view, modes[g])
+            assert np.array_equal(got, want), \
                 f"step {step}: group {g} read not entirely under {modes[g]}"
         for g in GROUPS:
             if modes[g] == FP32:
@@ -298,11 +316,31 @@ def test_delayed_update_applies_k_steps_late():
     assert run(first_fp32(2)) == 9
 
 
-# Control writes of the G-Binary default: DEFAULT_CFG (write 0), then per
-# group set_region's six writes (1..6 backbone, 7..12 head).
-@pytest.mark.parametrize("faults", [dict(fail={8}), dict(raise_={12}), dict(drop={6}),
-                                    dict(fail={0}), dict(raise_={3, 4, 5, 6, 7, 8, 9, 10})])
+def group_writes():
+    """Control writes that program one group's region at the G-Binary default
+    start, counted on a fault-free bus: after DEFAULT_CFG (write 0), ``n``
+    for the backbone (1..n), then ``n`` for the head (n+1..2n): six for
+    set_region, more for set_view on a build with the packed view."""
+    async def count():
+        plane, _, port = await make_plane(default="gbinary")
+        await plane.before_step(0)
+        return port.bus.writes
+    total = run(count())
+    assert total % 2 == 1, f"{total} writes: DEFAULT_CFG and two groups' equal writes expected"
+    return (total - 1) // 2
+
+
+# Faults by the writes of one group's region (n, :func:`group_writes`): the
+# head's third fails, the head's last raises, the backbone's last (its
+# enable) is lost, DEFAULT_CFG fails, writes 3 .. n+4 raise.
+@pytest.mark.parametrize("faults", [lambda n: dict(fail={n + 2}), lambda n: dict(raise_={2 * n}),
+                                    lambda n: dict(drop={n}), lambda n: dict(fail={0}),
+                                    lambda n: dict(raise_=set(range(3, n + 5)))],
+                         ids=["fail-head", "raise-head-last", "drop-backbone-enable",
+                              "fail-default", "raise-many"])
 def test_a_control_fault_leaves_every_group_on_fp32_and_is_reported(faults):
+    faults = faults(group_writes())
+
     async def body():
         plane, dev, port = await make_plane(faults, default="gbinary")
         seen = await drive(plane, port, [1.0] * 8)
@@ -327,10 +365,13 @@ def test_fault_on_admission_after_warm_up():
 
 
 def test_a_group_whose_region_cannot_be_released_still_runs_fp32_on_the_host():
+    n = group_writes()
+
     async def body():
-        # both groups admitted by default (writes 0..12); every write after
+        # both groups admitted by default (writes 0..2n); every write after
         # that, from the Supervisor's return to FP32 on, raises
-        plane, dev, port = await make_plane(dict(raise_=set(range(13, 64))), default="gbinary")
+        plane, dev, port = await make_plane(dict(raise_=set(range(2 * n + 1, 64 + 2 * n))),
+                                            default="gbinary")
         seen = await drive(plane, port, [1.0, 1.0, 1.0, 9.0, 1.0, 1.0])
         assert seen[:4] == [{"backbone": "gbinary", "head": "gbinary"}] * 4
         assert seen[4:] == [ALL_FP32] * 2          # and drive() saw no device read

@@ -28,6 +28,12 @@ async def make(groups, policies, params=TopParams(), base=0):
     return dev, rt
 
 
+#: A build whose low-bit reads return W-bit lanes (no packed view, contract
+#: section 6): the windows, regions and bytes counted by hand below are
+#: those of a lane read (a view's: test_runtime_view.py).
+LANES = TopParams(profile="full-no-packed_view")
+
+
 def grads_from_votes(votes, workers):
     """Gradients (W, n) where element i has ``votes[i]`` positive workers (0..W)."""
     g = -np.ones((workers, len(votes)), dtype=np.float32)
@@ -149,7 +155,8 @@ def test_windows_and_regions():
     sizes = {"x": 100, "y": 64, "z": 65}
 
     async def go():
-        dev, rt = await make(sizes, {"x": G_BINARY, "y": FP32, "z": G_TERNARY}, base=0x1000)
+        dev, rt = await make(sizes, {"x": G_BINARY, "y": FP32, "z": G_TERNARY}, LANES,
+                             base=0x1000)
         d = Driver(dev, dev.params)
         return rt, [await d.region(r) for r in range(2)]
 
@@ -303,7 +310,7 @@ def test_bytes_moved_and_ratios():
     sizes = {"low": 1000, "fp": 300}
 
     async def go():
-        dev, rt = await make(sizes, {"low": G_BINARY, "fp": FP32})
+        dev, rt = await make(sizes, {"low": G_BINARY, "fp": FP32}, LANES)
         g = {k: np.ones((workers, n), np.float32) for k, n in sizes.items()}
         for _ in range(3):
             await rt.step(g)
