@@ -6,6 +6,7 @@ model, the HDL, the flows and the tests all read the same facts.
 The values follow the external contract (contract sections 1 and 2).
 """
 
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -14,7 +15,7 @@ __all__ = [
     "MAX_OUTSTANDING_RANGE", "DEFAULTS", "FIELD_WIDTHS",
     "Mode", "Format", "GateKind", "Layout", "Operand", "COUNT_LANE_BITS", "count_geometry",
     "FEATURES", "CORE_FEATURES", "TOP_FEATURES", "UNBUILT_FEATURES", "PROFILES", "Profile",
-    "view_beats", "profile_named",
+    "view_beats", "profile_named", "profile_base",
     "DatapathParams", "TopParams", "CXL_ADDR_BITS", "ReqOpcode", "RwdOpcode",
     "DRS_MEMDATA", "NDR_CMP", "DATAPATH_MODULE", "TOP_MODULE", "check_choice", "check_range",
     "ParameterError", "REFUSED_COMBINATIONS", "COMBINATION_NOTES",
@@ -187,6 +188,12 @@ class Profile:
         self.has(feature)
         return Profile(f"{self.name}-no-{feature}", self.features - {feature})
 
+    def plus(self, feature):
+        """This profile with one more feature: a build of a feature the
+        profile does not have yet (:data:`UNBUILT_FEATURES`), to measure it."""
+        self.has(feature)
+        return Profile(f"{self.name}-with-{feature}", self.features | {feature})
+
 
 #: Features the contract and the host models define that no exported
 #: build implements yet: ``packed_view`` (contract section 6) is in the
@@ -205,9 +212,10 @@ PROFILES = {
 
 
 def profile_named(name):
-    """The :class:`Profile` a build names: a key of :data:`PROFILES`, or
+    """The :class:`Profile` a build names: a key of :data:`PROFILES`,
     ``<profile>-no-<feature>`` (:meth:`Profile.without`, for the cost of a
-    feature beside the build that has it).
+    feature beside the build that has it) or ``<profile>-with-<feature>``
+    (:meth:`Profile.plus`, a build of a feature the profile lacks).
 
     Raises
     ------
@@ -216,11 +224,18 @@ def profile_named(name):
     """
     if name in PROFILES:
         return PROFILES[name]
-    base, sep, feature = str(name).partition("-no-")
-    if sep and base in PROFILES and feature in FEATURES:
-        return PROFILES[base].without(feature)
-    raise ParameterError(f"profile must be one of {tuple(PROFILES)} or <profile>-no-<feature>, "
-                         f"not {name!r}")
+    for sep, derive in (("-no-", Profile.without), ("-with-", Profile.plus)):
+        base, found, feature = str(name).partition(sep)
+        if found and base in PROFILES and feature in FEATURES:
+            return derive(PROFILES[base], feature)
+    raise ParameterError(f"profile must be one of {tuple(PROFILES)}, <profile>-no-<feature> or "
+                         f"<profile>-with-<feature>, not {name!r}")
+
+
+def profile_base(name):
+    """The key of :data:`PROFILES` a build's profile name derives from
+    (``full`` for ``full-no-hierarchy`` or ``full-with-packed_view``)."""
+    return re.split(r"-(?:no|with)-", str(name))[0]
 
 
 #: Combinations of legal values (contract section 1) that the IP refuses,

@@ -24,6 +24,7 @@ from neuron_fabric.contract.facts import (
     Mode,
     Operand,
     PROFILES,
+    profile_base,
     profile_named,
     TopParams,
     check_range,
@@ -165,10 +166,10 @@ def caps2_fields():
 def caps2_value(profile):
     """CAPS2 of a build of ``profile`` (a name :func:`~.facts.profile_named`
     takes: a build of ``<profile>-no-<feature>`` reads as its profile, less
-    the feature's bit)."""
+    the feature's bit, one of ``<profile>-with-<feature>`` with it)."""
     features = profile_named(profile).features
     return (sum(1 << k for k, name in enumerate(FEATURES) if name in features)
-            | CAPS2_PROFILE.put(0, list(PROFILES).index(profile.partition("-no-")[0])))
+            | CAPS2_PROFILE.put(0, list(PROFILES).index(profile_base(profile))))
 
 
 def caps2_decode(value):

@@ -62,7 +62,8 @@ def settings():
 
 @dataclass(frozen=True)
 class Config:
-    """One build: profile name (or ``full-no-<feature>``), widths, latency, and
+    """One build: profile name (or ``full-no-<feature>``, ``full-with-<feature>``),
+    widths, latency, and
     the module: the datapath core, or the CXL.mem top around it (with the
     top's other parameters at their defaults)."""
     profile: str
@@ -119,8 +120,8 @@ def top_configs(profiles=None):
 
 
 def resolve_profile(name):
-    """A profile name: ``full``, ``paper`` or ``full-no-<feature>``
-    (:func:`.facts.profile_named`)."""
+    """A profile name: ``full``, ``paper``, ``full-no-<feature>`` or
+    ``full-with-<feature>`` (:func:`.facts.profile_named`)."""
     return profile_named(name)
 
 

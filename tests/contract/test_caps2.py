@@ -5,7 +5,7 @@ checked against the values the contract works out by hand."""
 import pytest
 
 from neuron_fabric.contract import regmap
-from neuron_fabric.contract.facts import TopParams
+from neuron_fabric.contract.facts import PROFILES, ParameterError, TopParams, profile_named
 from neuron_fabric.contract.regmap import RegisterMap
 
 
@@ -36,3 +36,16 @@ def test_caps2_refuses_more_features_than_it_has_bits(monkeypatch):
     monkeypatch.setattr(regmap, "FEATURES", {f"f{k}": "" for k in range(25)})
     with pytest.raises(ValueError, match="24 feature bits, not 25"):
         regmap.caps2_fields()
+
+
+def test_a_derived_profile_reads_as_its_base_with_its_feature_bits():
+    # contract 4.4: packed_view is bit 5; a build of full less the hierarchy
+    # (bit 4) or with the packed view reads profile 0, full
+    assert regmap.caps2_value("full-no-hierarchy") == 0x0000001F & ~(1 << 4)
+    assert regmap.caps2_value("full-with-packed_view") == 0x0000001F | 1 << 5
+    assert regmap.caps2_value("paper-with-hierarchy") == 0x01000000 | 1 << 4
+    assert profile_named("full-with-packed_view").features == \
+        PROFILES["full"].features | {"packed_view"}
+    for bad in ("full-with-", "full-with-nothing", "fast-with-hierarchy", "full-plus-hierarchy"):
+        with pytest.raises(ParameterError, match="<profile>-with-<feature>"):
+            profile_named(bad)

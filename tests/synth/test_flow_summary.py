@@ -53,7 +53,9 @@ def test_the_top_is_a_flow_configuration():
     with pytest.raises(ValueError, match="'neuron_fabrik'"):
         Config("full", 512, 8, 5, "neuron_fabrik")
     paper_top = Config("paper", 512, 8, 5, TOP_MODULE)
-    assert flowlib.top_configs() == [top, paper_top]
+    view_top = Config("full-with-packed_view", 512, 8, 5, TOP_MODULE)
+    assert view_top.name == "top-full-with-packed_view-L512-W8-S5"
+    assert flowlib.top_configs() == [top, paper_top, view_top]
     assert flowlib.top_configs(["paper"]) == [paper_top]
 
 
