@@ -44,9 +44,10 @@ __all__ = ["WritePath"]
 #: between admission and the ID, so that one is accepted per cycle.
 QUEUE_DEPTH = 8
 
-#: Writes with an ID whose AW or W has not yet left (one more than the
-#: room to take an ID sees, which is a cycle old).
-ISSUE_DEPTH = 3
+#: Writes with an ID whose AW or W has not yet left: two more than the
+#: room to take an ID sees, which is a cycle old and counts an ID a cycle
+#: after it is taken.
+ISSUE_DEPTH = 4
 
 #: Depth of the dropped writes' completion queue (admitted by credit).
 CMP_DEPTH = 2
@@ -212,7 +213,13 @@ class WritePath(wiring.Component):
         ids = m.submodules.ids = CreditQueue(self._params.id_bits, ISSUE_DEPTH)
         aw_go = self.aw_valid & self.aw_ready
         w_go = self.w_valid & self.w_ready
-        counts = [unary_count(m, name, take, go, ISSUE_DEPTH)
+        # the counts take an ID a cycle after ``take`` (which reaches the
+        # in-flight table and the ID queue), from a register of it: so the
+        # counts, which sit by the W beats' queue they pop, are a register
+        # away from the slots' flags
+        took = Signal(name="took")
+        m.d.sync += took.eq(take)
+        counts = [unary_count(m, name, took, go, ISSUE_DEPTH)
                   for name, go in (("aw_pending", aw_go), ("w_pending", w_go))]
         beat = data.View(_WriteLayout(self._params)["beat"].shape, beats.r_data)
         m.d.comb += [
@@ -223,6 +230,8 @@ class WritePath(wiring.Component):
             self.w_valid.eq(counts[1][0](1)),
             self.w_data.eq(beat.data), self.w_strb.eq(beat.strb),
         ]
-        # an ID only while both counts were below ISSUE_DEPTH - 1 a cycle
-        # before (so they are below ISSUE_DEPTH now): a register
-        m.d.sync += self._room.eq(~counts[0][0](ISSUE_DEPTH - 1) & ~counts[1][0](ISSUE_DEPTH - 1))
+        # an ID only while both counts were below ISSUE_DEPTH - 2 a cycle
+        # before: a count is then at most ISSUE_DEPTH - 2 now, and the IDs
+        # queued are the count, the ID taken a cycle ago and this one: at
+        # most ISSUE_DEPTH.  A register
+        m.d.sync += self._room.eq(~counts[0][0](ISSUE_DEPTH - 2) & ~counts[1][0](ISSUE_DEPTH - 2))

@@ -4,7 +4,7 @@ completed, the events counted, one write a cycle."""
 
 import random
 
-from neuron_fabric.hdl.top.write_path import WritePath
+from neuron_fabric.hdl.top.write_path import ISSUE_DEPTH, WritePath
 from neuron_fabric.contract.facts import RwdOpcode, TopParams
 from neuron_fabric.sim.amaranth_sim import run_testbenches
 
@@ -148,3 +148,51 @@ def test_write_path_takes_a_write_every_cycle():
     run_testbenches(dut, producer, background=[memory])
     assert [line for _, line in beats] == list(range(80))
     assert [c - beats[0][0] for c, _ in beats] == list(range(80))
+
+
+def test_write_path_holds_at_most_issue_depth_ids_under_long_stalls():
+    """Writes offered in every cycle while AW or W stalls for stretches of
+    up to 30 cycles: the IDs taken whose AW (or W) has not left never
+    exceed ISSUE_DEPTH (the queue of IDs holds that many), and AW and W
+    still carry every write once, in order."""
+    dut = WritePath(SMALL)
+    rng = random.Random(12)
+    lines = [rng.getrandbits(64) for _ in range(120)]
+    taken, aws, ws, most = [], [], [], [0, 0]
+
+    async def producer(ctx):
+        ctx.set(dut.rwd.payload.opcode, RwdOpcode.MEM_WR), ctx.set(dut.rwd.valid, 1)
+        for tag, line in enumerate(lines):
+            ctx.set(dut.rwd.payload.tag, tag), ctx.set(dut.rwd.payload.data, line)
+            await ctx.tick().until(dut.rwd.ready)
+        ctx.set(dut.rwd.valid, 0)
+
+    async def table_and_memory(ctx):
+        next_id, stall = 0, [0, 0]
+        ctx.set(dut.alloc.ok, 1)
+        for _ in range(3000):
+            if len(aws) == len(ws) == len(lines):
+                break
+            for k in range(2):          # AW, W: stretches held low, else ready
+                if stall[k] == 0 and rng.random() < 0.1:
+                    stall[k] = rng.randint(5, 30)
+                stall[k] = max(0, stall[k] - 1)
+            ctx.set(dut.aw_ready, stall[0] == 0), ctx.set(dut.w_ready, stall[1] == 0)
+            ctx.set(dut.alloc.id, next_id)
+            _, _, take, awv, awr, aw_id, wv, wr, line = await ctx.tick().sample(
+                dut.alloc.take, dut.aw_valid, dut.aw_ready, dut.aw_id, dut.w_valid,
+                dut.w_ready, dut.w_data)
+            if take:
+                taken.append(next_id)
+                next_id = (next_id + 1) % (1 << SMALL.id_bits)
+            if awv and awr:
+                aws.append(aw_id)
+            if wv and wr:
+                ws.append(line)
+            most[0] = max(most[0], len(taken) - len(aws))
+            most[1] = max(most[1], len(taken) - len(ws))
+
+    run_testbenches(dut, producer, table_and_memory)
+    assert aws == taken and ws == lines, f"{len(aws)} AW, {len(ws)} W of {len(lines)}"
+    assert max(most) <= ISSUE_DEPTH, most
+    assert min(most) >= ISSUE_DEPTH - 1, f"the stalls never filled the queue: {most}"
