@@ -6,7 +6,6 @@ model, the HDL, the flows and the tests all read the same facts.
 The values follow the external contract (contract sections 1 and 2).
 """
 
-import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -224,10 +223,21 @@ def profile_named(name):
     """
     if name in PROFILES:
         return PROFILES[name]
-    for sep, derive in (("-no-", Profile.without), ("-with-", Profile.plus)):
+    base, derive, feature = _derivation(name)
+    return derive(PROFILES[base], feature)
+
+
+#: The derived profile names' separators, each with its derivation.
+_DERIVED = (("-no-", Profile.without), ("-with-", Profile.plus))
+
+
+def _derivation(name):
+    """``(base, derivation, feature)`` of a derived profile name; raises
+    ParameterError for a name that is neither a profile nor derived from one."""
+    for sep, derive in _DERIVED:
         base, found, feature = str(name).partition(sep)
         if found and base in PROFILES and feature in FEATURES:
-            return derive(PROFILES[base], feature)
+            return base, derive, feature
     raise ParameterError(f"profile must be one of {tuple(PROFILES)}, <profile>-no-<feature> or "
                          f"<profile>-with-<feature>, not {name!r}")
 
@@ -235,7 +245,7 @@ def profile_named(name):
 def profile_base(name):
     """The key of :data:`PROFILES` a build's profile name derives from
     (``full`` for ``full-no-hierarchy`` or ``full-with-packed_view``)."""
-    return re.split(r"-(?:no|with)-", str(name))[0]
+    return name if name in PROFILES else _derivation(name)[0]
 
 
 #: Combinations of legal values (contract section 1) that the IP refuses,

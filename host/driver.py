@@ -33,7 +33,8 @@ import mmap
 import os
 import struct
 
-from neuron_fabric.contract.facts import CXL_ADDR_BITS, PROFILES, profile_named, Format, Profile, GateKind, Layout, Mode, Operand, TopParams
+from neuron_fabric.contract.facts import (CXL_ADDR_BITS, PROFILES, Format, GateKind, Layout, Mode, Operand,
+                                          Profile, TopParams, profile_named)
 from neuron_fabric.contract.regmap import (COUNTERS, ID_VALUE, SOURCE_ALIGN_BITS, STATUS_BITS, VIEW_FIELDS,
                                            CfgError, RegisterMap, caps2_decode, cfg_check, cfg_decode,
                                            cfg_encode)

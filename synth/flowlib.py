@@ -62,10 +62,10 @@ def settings():
 
 @dataclass(frozen=True)
 class Config:
-    """One build: profile name (or ``full-no-<feature>``, ``full-with-<feature>``),
-    widths, latency, and
-    the module: the datapath core, or the CXL.mem top around it (with the
-    top's other parameters at their defaults)."""
+    """One build: profile name (or ``full-no-<feature>``,
+    ``full-with-<feature>``), widths, latency, and the module: the datapath
+    core, or the CXL.mem top around it (with the top's other parameters at
+    their defaults)."""
     profile: str
     line_bits: int
     workers: int
